@@ -1,0 +1,4 @@
+from tuner.cli.main import main
+
+
+main()

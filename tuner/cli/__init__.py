@@ -1,0 +1,1 @@
+"""The ``tuner`` command line: one module per subcommand, heavy imports inside commands."""

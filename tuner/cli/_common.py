@@ -1,0 +1,60 @@
+"""Helpers shared by subcommands (kept light: imported on every ``tuner`` start)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from tuner.errors import UserError
+
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tuner.engines import Engine
+    from tuner.space import SearchSpace
+
+
+def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def load_checked_space(path: Path | str, engine: Engine | None = None) -> SearchSpace:
+    """Load a space and check it against the engine's flags (located errors, exit 2)."""
+    from tuner.engines import make_engine
+    from tuner.space import load_space
+
+    space = load_space(path)
+    (engine or make_engine("sglang")).validate_space(space)
+    return space
+
+
+def parse_sets(space: SearchSpace, items: list[str] | None) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> typed knob values (exit 2 on unknown knobs or bad values)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--set {item!r}: expected KNOB=VALUE")
+        name = name.strip()
+        out[name] = space.coerce(name, raw)
+    return out
+
+
+def split_command(text: str | None) -> list[str] | None:
+    """An engine command given as one option value, split like a shell would (never run
+    through a shell)."""
+    import shlex
+
+    if text is None:
+        return None
+    try:
+        parts = shlex.split(text)
+    except ValueError as exc:
+        raise UserError(f"--engine-command {text!r}: {exc}") from None
+    if not parts:
+        raise UserError("--engine-command is empty")
+    return parts

@@ -1,0 +1,81 @@
+"""``tuner doctor``: what the installed engine accepts, knob by knob, before a night is spent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def doctor(
+    space_file: Path = typer.Argument(None, metavar="[SPACE]",
+                                      help="search-space file to check knob by knob"),
+    engine: str = typer.Option("sglang", help="sglang, or sim[:fork|stock|fork-unshared]"),
+    engine_command: str = typer.Option(None, help="entry point to probe (default: the "
+                                       "space's engine command, or 'sglang serve')"),
+    json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> None:
+    """Detect the engine's version, flags and env vars; say per knob whether it can take effect.
+
+    Exit code: 0 when the engine is found and nothing is unsupported; 1 when the engine is
+    missing or a knob or fixed setting is unsupported; 2 for a bad space or option.
+    """
+    import json
+
+    from tuner.cli._common import console
+    from tuner.cli._common import load_checked_space
+    from tuner.cli._common import split_command
+    from tuner.engines import make_engine
+    from tuner.engines._capabilities import knob_support
+    from tuner.engines._capabilities import probe
+
+    eng = make_engine(engine, command=split_command(engine_command))
+    space = load_checked_space(space_file, eng) if space_file else None
+    if space is not None:
+        command = eng.entry_command(space)  # type: ignore[attr-defined]
+    else:
+        command = split_command(engine_command) or getattr(eng, "command", None) or [
+            "sglang", "serve"]
+    caps = probe(command)
+    supports = knob_support(space, caps) if (space is not None and caps.found) else []
+    if json_:
+        typer.echo(json.dumps({
+            "command": command, "found": caps.found, "reason": caps.reason,
+            "version": caps.version,
+            "source_root": str(caps.source_root) if caps.source_root else None,
+            "flags_known": len(caps.flags) if caps.flags is not None else None,
+            "help_error": caps.help_error,
+            "knobs": [{"knob": s.knob, "status": s.status, "detail": s.detail}
+                      for s in supports],
+        }, indent=2))
+    else:
+        out = console()
+        out.print(f"engine command  {' '.join(command)}")
+        if not caps.found:
+            out.print(f"[red]not found[/red]: {caps.reason}")
+            out.print("SGLang is not installed here. On a GPU machine: pip install "
+                      "'moe-tuner[sglang]'. Without a GPU, tune against the simulator: "
+                      "--engine sim")
+        else:
+            out.print(f"version         {caps.version or 'unknown'}")
+            out.print(f"source          {caps.source_root or 'unknown'}")
+            if caps.flags is not None:
+                out.print(f"flags           {len(caps.flags)} accepted (from --help)")
+            else:
+                out.print(f"flags           unknown: {caps.help_error}")
+            if space is not None and space.spec.engine.version != caps.version:
+                out.print(f"[yellow]note[/yellow] the space was written for "
+                          f"{space.spec.engine.name} {space.spec.engine.version}")
+            if supports:
+                from rich.table import Table
+
+                table = Table(title=f"knobs of {space.name}")  # type: ignore[union-attr]
+                table.add_column("knob")
+                table.add_column("status")
+                table.add_column("detail")
+                colour = {"supported": "green", "unsupported": "red", "unknown": "yellow"}
+                for s in supports:
+                    table.add_row(s.knob, f"[{colour[s.status]}]{s.status}[/]", s.detail)
+                out.print(table)
+    if not caps.found or any(s.status == "unsupported" for s in supports):
+        raise typer.Exit(1)

@@ -1,0 +1,56 @@
+"""Entry point of the ``tuner`` command.
+
+Each subcommand lives in its own module and imports what it needs inside its function, so
+``tuner --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from tuner import __version__
+from tuner.cli import doctor
+from tuner.cli import plan
+from tuner.cli import space
+from tuner.errors import UserError
+
+
+app = typer.Typer(
+    name="tuner",
+    help="Find the fastest SGLang launch configuration for a MoE model without losing "
+         "accuracy.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(space.app, name="space")
+app.command("plan")(plan.plan)
+app.command("doctor")(doctor.doctor)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tuner {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Find the fastest SGLang launch configuration for a MoE model without losing accuracy."""
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,245 @@
+"""What an installed engine accepts: its version, its flags and choices, its env vars.
+
+Found without starting a server: the flags come from the entry point's ``--help`` (an
+argparse listing), the env vars from the engine's installed source (a variable the source
+never mentions is silently ignored: stock SGLang 0.5.23 and ``SGLANG_ENABLE_FP8_LM_HEAD``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Literal
+
+from tuner.space import SearchSpace
+from tuner.space import value_key
+
+
+Status = Literal["supported", "unsupported", "unknown"]
+
+_FLAG_RE = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?:[ =]\{([^{}]*)\})?")
+_VERSION_RE = re.compile(r"__version__\s*=\s*['\"]([^'\"]+)['\"]")
+_IMPORT_RE = re.compile(r"^from\s+([\w.]+)\s+import\s", re.M)
+_FIND_ROOT = (
+    "import importlib.util, sys\n"
+    "name = sys.argv[1]\n"
+    "spec = importlib.util.find_spec(name)\n"
+    "if spec is None: sys.exit(3)\n"
+    "if not spec.submodule_search_locations:\n"
+    "    spec = importlib.util.find_spec(name.split('.')[0])\n"
+    "print(list(spec.submodule_search_locations)[0])\n"
+)
+
+
+@dataclass
+class Capabilities:
+    """What was learnt about one engine command."""
+
+    command: list[str]
+    found: bool
+    reason: str | None = None
+    version: str | None = None
+    source_root: Path | None = None
+    flags: dict[str, tuple[str, ...] | None] | None = None
+    help_error: str | None = None
+    _env_cache: dict[str, bool] = field(default_factory=dict, repr=False)
+
+    def knows_flag(self, flag: str) -> bool | None:
+        if self.flags is None:
+            return None
+        return flag in self.flags
+
+    def accepts(self, flag: str, value: str) -> bool | None:
+        if self.flags is None:
+            return None
+        if flag not in self.flags:
+            return False
+        choices = self.flags[flag]
+        if choices is None:
+            return True
+        return value in choices or value.upper() in choices
+
+    def knows_env(self, var: str) -> bool | None:
+        """Whether the engine's source mentions ``var`` (None when the source is unknown)."""
+        if self.source_root is None:
+            return None
+        if var not in self._env_cache:
+            self._env_cache[var] = _source_mentions(self.source_root, var)
+        return self._env_cache[var]
+
+
+def _source_mentions(root: Path, needle: str) -> bool:
+    for path in root.rglob("*.py"):
+        try:
+            if needle in path.read_text(encoding="utf-8", errors="ignore"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def parse_help(text: str) -> dict[str, tuple[str, ...] | None]:
+    """Flags and their ``{choices}`` from an argparse ``--help`` listing."""
+    flags: dict[str, tuple[str, ...] | None] = {}
+    for m in _FLAG_RE.finditer(text):
+        name, choices = m.group(1), m.group(2)
+        parsed = tuple(c.strip() for c in choices.split(",")) if choices else None
+        if flags.get(name) is None:
+            flags[name] = parsed
+    return flags
+
+
+def _python_of(script: Path) -> str | None:
+    try:
+        first = script.read_text(encoding="utf-8", errors="ignore").splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    if first.startswith("#!") and "python" in first:
+        return first[2:].strip().split()[0]
+    return None
+
+
+def _resolve_root(command: list[str]) -> tuple[str | None, Path | None, str | None]:
+    """(interpreter, package dir, reason if not found) for an entry command."""
+    exe = shutil.which(command[0])
+    if exe is None:
+        return None, None, f"{command[0]}: command not found"
+    if Path(command[0]).name.startswith("python") and len(command) > 2 and command[1] == "-m":
+        python, module = exe, command[2]
+    else:
+        python = _python_of(Path(exe))
+        if python is None:
+            return None, None, None
+        m = _IMPORT_RE.search(Path(exe).read_text(encoding="utf-8", errors="ignore"))
+        if m is None:
+            return python, None, None
+        module = m.group(1).split(".")[0]
+    try:
+        out = subprocess.run([python, "-c", _FIND_ROOT, module], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return python, None, None
+    if out.returncode == 3:
+        return python, None, f"module {module} is not installed for {python}"
+    if out.returncode != 0 or not out.stdout.strip():
+        return python, None, None
+    return python, Path(out.stdout.strip()), None
+
+
+def _version(root: Path | None) -> str | None:
+    if root is None:
+        return None
+    for candidate in (root / "version.py", root / "__init__.py",
+                      root.parent / "version.py"):
+        try:
+            m = _VERSION_RE.search(candidate.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return None
+
+
+def probe(command: list[str], *, timeout: float = 180.0) -> Capabilities:
+    """Learn what the engine behind ``command`` accepts. Never raises for a missing engine."""
+    if not command:
+        return Capabilities(command=command, found=False, reason="empty engine command")
+    _python, root, reason = _resolve_root(command)
+    if reason is not None:
+        return Capabilities(command=command, found=False, reason=reason)
+    caps = Capabilities(command=command, found=True, source_root=root, version=_version(root))
+    try:
+        out = subprocess.run([*command, "--help"], capture_output=True, text=True,
+                             timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        caps.help_error = f"{' '.join(command)} --help failed: {exc.__class__.__name__}"
+        return caps
+    if out.returncode != 0 or "--" not in out.stdout:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+        caps.help_error = f"{' '.join(command)} --help exited {out.returncode}: {tail[0]}"
+        return caps
+    caps.flags = parse_help(out.stdout)
+    return caps
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether one knob (or fixed setting) can take effect on the probed engine."""
+
+    knob: str
+    status: Status
+    detail: str
+
+
+def _merge(statuses: list[tuple[Status, str]]) -> tuple[Status, str]:
+    bad = [d for s, d in statuses if s == "unsupported"]
+    if bad:
+        return "unsupported", "; ".join(bad)
+    unknown = [d for s, d in statuses if s == "unknown"]
+    if unknown:
+        return "unknown", "; ".join(unknown)
+    return "supported", "; ".join(d for _, d in statuses if d) or "ok"
+
+
+def _check_flag(caps: Capabilities, flag: str, value: object) -> tuple[Status, str]:
+    if value is None or value is False:
+        return "supported", ""
+    known = caps.knows_flag(flag)
+    if known is None:
+        return "unknown", f"{flag}: flags unknown ({caps.help_error or 'no --help'})"
+    if not known:
+        return "unsupported", f"{flag} is not a flag of this engine"
+    if value is True or isinstance(value, list):
+        return "supported", ""
+    text = value_key(value)
+    if "{" in text:  # a placeholder such as {model.path}
+        return "supported", ""
+    if not caps.accepts(flag, text):
+        return "unsupported", f"{flag} does not accept {text!r}"
+    return "supported", ""
+
+
+def _check_env(caps: Capabilities, var: str) -> tuple[Status, str]:
+    known = caps.knows_env(var)
+    if known is None:
+        return "unknown", f"{var}: engine source not found"
+    if not known:
+        return "unsupported", f"{var} is never read by this engine (silently ignored)"
+    return "supported", ""
+
+
+def value_support(space: SearchSpace, caps: Capabilities, knob: str, value: object
+                  ) -> tuple[Status, str]:
+    """Support of one knob value: every flag and env var it sends must be known."""
+    c = space.contribution(knob, value)
+    checks = [_check_flag(caps, f, v) for f, v in c.flags.items()]
+    checks += [_check_env(caps, e) for e in c.env]
+    return _merge(checks) if checks else ("supported", "sends nothing")
+
+
+def knob_support(space: SearchSpace, caps: Capabilities) -> list[Support]:
+    """Per knob of ``space`` (and its fixed settings): supported, unsupported or unknown."""
+    out: list[Support] = []
+    fixed = [_check_flag(caps, f, v) for f, v in space.spec.fixed_flags.items()]
+    fixed += [_check_env(caps, e) for e in space.spec.fixed_env]
+    status, detail = _merge(fixed)
+    out.append(Support("(fixed flags and env)", status, detail))
+    for name in space.order:
+        domain = space.domain(name)
+        values = domain if domain is not None else [space.knob(name).low]
+        per_value = []
+        for v in values:
+            s, d = value_support(space, caps, name, v)
+            if s == "unsupported":
+                d = f"{value_key(v)}: {d}"
+            per_value.append((s, d))
+        status, detail = _merge(per_value)
+        if status == "supported":
+            detail = "all values"
+        out.append(Support(name, status, detail))
+    return out

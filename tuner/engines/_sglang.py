@@ -1,0 +1,299 @@
+"""The SGLang engine adapter: the only module that knows SGLang's flag names and rules.
+
+Canonicalisation applies SGLang 0.5.23's own resolution rules, one function each (see
+``shared/docs/sglang-0.5.23-facts.md`` section 0, items 2 and 3, and section 1.4):
+
+* :func:`_rule_speculation_off` - without ``--speculative-algorithm`` every other
+  ``--speculative-*`` setting is ignored, so those knobs are dropped;
+* :func:`_rule_humming_only` - ``SGLANG_HUMMING_*`` env vars only matter with
+  ``--moe-runner-backend humming``, so knobs that only set them are dropped otherwise;
+* :func:`_rule_fp8_excludes_fp32_lm_head` - a quantized LM head takes precedence over
+  ``--enable-fp32-lm-head``, so FP8 clears the FP32 knob;
+* :func:`_rule_topk1_forces_draft_tokens` - with ``--speculative-eagle-topk 1`` SGLang forces
+  ``--speculative-num-draft-tokens`` to steps + 1;
+* :func:`_rule_default_speculative_params` - EAGLE-family speculation without steps takes
+  SGLang's automatic (3, 1, 4) and rejects a topk or draft count given without steps.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tuner.engines._base import Engine
+from tuner.engines._base import KnobEvidence
+from tuner.engines._base import LaunchPlan
+from tuner.engines._sglang_flags import EAGLE_FAMILY
+from tuner.engines._sglang_flags import FLAGS
+from tuner.engines._sglang_flags import REMOVED_FLAGS
+from tuner.errors import ConfigError
+from tuner.space import Config
+from tuner.space import SearchSpace
+from tuner.space import value_key
+from tuner.space._schema import Evidence
+
+
+ALGORITHM = "--speculative-algorithm"
+STEPS = "--speculative-num-steps"
+TOPK = "--speculative-eagle-topk"
+DRAFT_TOKENS = "--speculative-num-draft-tokens"
+MOE_BACKEND = "--moe-runner-backend"
+FP32_LM_HEAD = "--enable-fp32-lm-head"
+FP8_LM_HEAD_ENV = "SGLANG_ENABLE_FP8_LM_HEAD"
+HUMMING_ENV_PREFIX = "SGLANG_HUMMING_"
+#: SGLang's automatic (steps, topk, draft tokens) for EAGLE-family speculation on Bailing.
+DEFAULT_SPEC_PARAMS = (3, 1, 4)
+
+
+def render_value(value: Any, model_path: str) -> str:
+    """A flag value as SGLang's argparse reads it."""
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    return text.replace("{model.path}", model_path)
+
+
+def _truthy_env(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+class _View:
+    """The flags and env a (partial) configuration sends, with the knob each came from."""
+
+    def __init__(self, space: SearchSpace, values: dict[str, Any]) -> None:
+        self.flags: dict[str, Any] = dict(space.spec.fixed_flags)
+        self.env: dict[str, str] = dict(space.spec.fixed_env)
+        self.flag_owner: dict[str, str] = {}
+        for name, value in values.items():
+            c = space.contribution(name, value)
+            for flag, v in c.flags.items():
+                self.flags[flag] = v
+                self.flag_owner[flag] = name
+            self.env.update(c.env)
+
+    def flag(self, name: str) -> Any:
+        v = self.flags.get(name)
+        return None if v is False else v
+
+
+def _knob_flags(space: SearchSpace, name: str) -> set[str]:
+    """Every flag knob ``name`` can send, over all its values."""
+    k = space.knob(name)
+    if k.flag is not None:
+        return {k.flag}
+    return {f for c in (k.values or {}).values() for f in c.flags}
+
+
+def _knob_envs(space: SearchSpace, name: str) -> set[str]:
+    k = space.knob(name)
+    if k.env is not None:
+        return {k.env}
+    return {e for c in (k.values or {}).values() for e in c.env}
+
+
+def _rule_speculation_off(space: SearchSpace, values: dict[str, Any]) -> None:
+    if _View(space, values).flag(ALGORITHM) is not None:
+        return
+    for name in list(values):
+        flags = _knob_flags(space, name)
+        if (flags and ALGORITHM not in flags and not _knob_envs(space, name)
+                and all(f.startswith("--speculative-") for f in flags)):
+            del values[name]
+
+
+def _rule_humming_only(space: SearchSpace, values: dict[str, Any]) -> None:
+    if _View(space, values).flag(MOE_BACKEND) == "humming":
+        return
+    for name in list(values):
+        envs = _knob_envs(space, name)
+        if (envs and not _knob_flags(space, name)
+                and all(e.startswith(HUMMING_ENV_PREFIX) for e in envs)):
+            del values[name]
+
+
+def _rule_fp8_excludes_fp32_lm_head(space: SearchSpace, values: dict[str, Any]) -> None:
+    if not _truthy_env(_View(space, values).env.get(FP8_LM_HEAD_ENV)):
+        return
+    for name, value in list(values.items()):
+        k = space.knob(name)
+        if k.type == "bool" and k.flag == FP32_LM_HEAD and value:
+            values[name] = False
+
+
+def _rule_default_speculative_params(space: SearchSpace, values: dict[str, Any]) -> None:
+    view = _View(space, values)
+    algo = view.flag(ALGORITHM)
+    if algo is None or str(algo).upper() not in EAGLE_FAMILY or view.flag(STEPS) is not None:
+        return
+    given = [f for f in (TOPK, DRAFT_TOKENS) if view.flag(f) is not None]
+    if given:
+        raise ConfigError(
+            f"{' and '.join(given)} without {STEPS}: SGLang 0.5.23 fails this with an "
+            f"AssertionError; give the draft steps too"
+        )
+
+
+def _rule_topk1_forces_draft_tokens(space: SearchSpace, values: dict[str, Any]) -> None:
+    view = _View(space, values)
+    if view.flag(ALGORITHM) is None:
+        return
+    steps, topk = view.flag(STEPS), view.flag(TOPK)
+    if steps is None or topk is None or int(topk) != 1:
+        return
+    owner = view.flag_owner.get(DRAFT_TOKENS)
+    if owner is not None and space.knob(owner).flag == DRAFT_TOKENS:
+        values[owner] = int(steps) + 1
+
+
+#: In application order; each mutates the completed configuration in place.
+RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
+    _rule_speculation_off,
+    _rule_humming_only,
+    _rule_fp8_excludes_fp32_lm_head,
+    _rule_default_speculative_params,
+    _rule_topk1_forces_draft_tokens,
+)
+
+
+class SGLangEngine(Engine):
+    """SGLang (stock 0.5.23, the Ling fork, or anything that takes the same flags).
+
+    ``command`` is the entry point that precedes the flags: ``["sglang", "serve"]`` by default,
+    ``[python, "-m", "sglang.launch_server"]``, a fork's script, or the simulator.
+    ``extra_env`` is added to every launch (e.g. the simulator's settings).
+    """
+
+    def __init__(self, command: list[str] | None = None, *, name: str = "sglang",
+                 extra_env: dict[str, str] | None = None,
+                 plan_env: Callable[[SearchSpace], dict[str, str]] | None = None) -> None:
+        self.command = list(command) if command else None
+        self.name = name
+        self.extra_env = dict(extra_env or {})
+        self._plan_env = plan_env
+
+    # -- validation ------------------------------------------------------------------------
+    def validate_space(self, space: SearchSpace) -> None:
+        spec = space.spec
+        extra = set(spec.engine.extra_flags)
+
+        def check(path: tuple[str | int, ...], flag: str, value: Any) -> None:
+            if flag in REMOVED_FLAGS:
+                raise space.error(path, f"{flag} does not exist in SGLang 0.5.23 (argparse "
+                                        f"rejects it as ambiguous); use {REMOVED_FLAGS[flag]}")
+            if flag in ("--host", "--port"):
+                raise space.error(path, f"{flag} is set by the tuner for each launch")
+            if flag == "--model-path":
+                raise space.error(path, "give the model path under model.path")
+            if flag in extra:
+                return
+            f = FLAGS.get(flag)
+            if f is None:
+                raise space.error(path, f"unknown SGLang {spec.engine.version} flag {flag}; "
+                                        f"a fork's flag goes under engine.extra_flags")
+            if value is None:  # a knob's flag: values are checked per choice below
+                return
+            if f.store_true:
+                if not isinstance(value, bool):
+                    raise space.error(path, f"{flag} takes no value; write true or false")
+                return
+            if isinstance(value, bool):
+                raise space.error(path, f"{flag} takes a value, not {str(value).lower()}")
+            if f.choices is not None:
+                items = value if isinstance(value, list) else [value]
+                for v in items:
+                    s = str(v).upper() if f.case_insensitive else str(v)
+                    if s not in f.choices:
+                        raise space.error(path, f"invalid choice {v!r} for {flag}; expected "
+                                                f"one of {', '.join(f.choices)}")
+
+        for flag, value in spec.fixed_flags.items():
+            check(("fixed_flags", flag), flag, value)
+        for name, k in spec.knobs.items():
+            if k.flag is not None:
+                if k.flag in spec.fixed_flags:
+                    raise space.error(("knobs", name, "flag"),
+                                      f"{k.flag} is also under fixed_flags; keep one")
+                check(("knobs", name, "flag"), k.flag, None)
+                f = FLAGS.get(k.flag)
+                for i, c in enumerate(space.domain(name) or []):
+                    if k.type == "bool":
+                        if f is not None and not f.store_true:
+                            raise space.error(("knobs", name, "flag"),
+                                              f"{k.flag} takes a value; a bool knob needs a "
+                                              f"store_true flag (or use 'values')")
+                        break
+                    check(("knobs", name, "choices", i), k.flag, c)
+            for key, c in (k.values or {}).items():
+                for flag, value in c.flags.items():
+                    check(("knobs", name, "values", key, "flags", flag), flag, value)
+
+    # -- canonical form --------------------------------------------------------------------
+    def canonicalize(self, space: SearchSpace, values: dict[str, Any]) -> Config:
+        out = dict(values)
+        for rule in RULES:
+            rule(space, out)
+        # keep the space's knob order
+        return Config({n: out[n] for n in space.order if n in out})
+
+    # -- launch ----------------------------------------------------------------------------
+    def entry_command(self, space: SearchSpace) -> list[str]:
+        if self.command:
+            return list(self.command)
+        cmd = list(space.spec.engine.command)
+        if cmd and cmd[0] == "python":
+            cmd[0] = sys.executable
+        return cmd
+
+    def plan(self, space: SearchSpace, config: Config, *, host: str = "127.0.0.1",
+             port: int = 30000) -> LaunchPlan:
+        model_path = space.spec.model.path
+        view = _View(space, config.as_dict())
+        notes: list[str] = []
+        if _truthy_env(view.env.get(FP8_LM_HEAD_ENV)) and view.flags.get(FP32_LM_HEAD):
+            del view.flags[FP32_LM_HEAD]
+            notes.append(f"{FP32_LM_HEAD} dropped: the FP8 LM head takes precedence")
+        argv = [*self.entry_command(space), "--model-path", model_path]
+        for flag, value in view.flags.items():
+            if value is None or value is False:
+                continue
+            if value is True:
+                argv.append(flag)
+            elif isinstance(value, list):
+                argv += [flag, *(render_value(v, model_path) for v in value)]
+            else:
+                argv += [flag, render_value(value, model_path)]
+        argv += ["--host", host, "--port", str(port)]
+        env = dict(view.env)
+        env.update(self.extra_env)
+        if self._plan_env is not None:
+            env.update(self._plan_env(space))
+        evidence = [self._evidence(space, n, v) for n, v in config.values.items()]
+        return LaunchPlan(
+            engine=self.name, engine_version=space.spec.engine.version, argv=argv, env=env,
+            host=host, port=port, config=config.as_dict(), config_hash=config.hash(),
+            evidence=evidence, notes=notes,
+        )
+
+    @staticmethod
+    def _evidence(space: SearchSpace, name: str, value: Any) -> KnobEvidence:
+        ev: Evidence = space.evidence(name, value)
+        contrib = space.contribution(name, value)
+
+        def subst(expected: Any) -> Any:
+            if expected == "{value}":
+                return value
+            if isinstance(expected, str):
+                return expected.replace("{value}", value_key(value)).replace(
+                    "{model.path}", space.spec.model.path)
+            return expected
+
+        return KnobEvidence(
+            knob=name, value=value,
+            server_info={f: subst(e) for f, e in ev.server_info.items()},
+            log=[re.sub(r"\{value\}", re.escape(value_key(value)), p) for p in ev.log],
+            log_absent=list(ev.log_absent), none=ev.none, note=ev.note,
+            requires_env=sorted(contrib.env), requires_flags=sorted(
+                f for f, v in contrib.flags.items() if v is not False),
+        )

@@ -1,0 +1,50 @@
+"""User-facing errors.
+
+A :class:`UserError` is a mistake the person can fix (a bad file, a bad option). The CLI prints
+its one-line message to stderr and exits with :attr:`UserError.exit_code`, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake in the user's input; printed as one line, exit code 2."""
+
+    exit_code = 2
+
+
+class SpaceError(UserError):
+    """A located error in a search-space file.
+
+    Rendered as ``FILE[:LINE]: KEY.PATH: what was expected``.
+    """
+
+    def __init__(
+        self, message: str, *, file: str | None = None, path: str = "", line: int | None = None
+    ) -> None:
+        self.file = file
+        self.path = path
+        self.line = line
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.file or "<space>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.path:
+            where += f": {self.path}"
+        return f"{where}: {self.detail}"
+
+    def located(self, *, file: str | None = None, line: int | None = None) -> SpaceError:
+        """A copy of this error with the file and/or line filled in."""
+        return SpaceError(
+            self.detail,
+            file=file if file is not None else self.file,
+            path=self.path,
+            line=line if line is not None else self.line,
+        )
+
+
+class ConfigError(UserError):
+    """A configuration that cannot be launched (unknown knob, value outside its domain, ...)."""

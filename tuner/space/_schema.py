@@ -1,0 +1,144 @@
+"""The search-space file schema (pydantic models).
+
+One file describes one model on one machine: metadata, the baseline configuration, the knobs
+the search may turn, the flags and env vars every launch carries, and per-machine limits.
+``docs/search-spaces.md`` documents every key. Cross-field rules (conditions, domains, limits)
+live in :mod:`tuner.space._validate`; this module only checks shapes and types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ModelMeta(_Strict):
+    """The served model."""
+
+    id: str = Field(description="model profile name (simulator, probe), e.g. ling-3.0-flash-fp4")
+    path: str = Field(description="what --model-path receives (HF id or local directory)")
+    architecture: str | None = None
+    facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
+
+
+class MachineMeta(_Strict):
+    """The machine the space is tuned for."""
+
+    id: str = Field(description="machine profile name, e.g. dgx-spark")
+    gpu: str
+    compute_capability: str | None = None
+    gpus: int = 1
+    memory_gib: float | None = None
+    bandwidth_gbs: float | None = None
+
+
+class EngineMeta(_Strict):
+    """The engine the space was written for."""
+
+    name: Literal["sglang"] = "sglang"
+    version: str = "0.5.23"
+    command: list[str] = Field(default_factory=lambda: ["sglang", "serve"])
+    extra_flags: list[str] = Field(
+        default_factory=list, description="flags of a fork that stock SGLang lacks"
+    )
+
+
+class Limit(_Strict):
+    """A per-machine bound on a flag's value."""
+
+    min: float | None = None
+    max: float | None = None
+    reason: str | None = None
+
+
+class Contribution(_Strict):
+    """What one knob value adds to the launch: flags (with values) and env vars."""
+
+    flags: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Evidence(_Strict):
+    """What proves a knob value took effect.
+
+    ``server_info`` maps a ``/server_info`` field (dotted for nested) to the expected value,
+    where the string ``"{value}"`` stands for the knob's value. ``log`` lists regular
+    expressions that must each match a server log line; ``log_absent`` ones that must not.
+    ``none`` says why nothing observable proves the value (the report then says so).
+    ``note`` qualifies weak evidence (e.g. a log line printed before the effect happens).
+    """
+
+    server_info: dict[str, Any] = Field(default_factory=dict)
+    log: list[str] = Field(default_factory=list)
+    log_absent: list[str] = Field(default_factory=list)
+    none: str | None = None
+    note: str | None = None
+
+
+class Knob(_Strict):
+    """One searchable setting."""
+
+    type: Literal["categorical", "int", "float", "bool"]
+    help: str | None = None
+    choices: list[Any] | None = None
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    default: Any = None
+    when: dict[str, Any] = Field(default_factory=dict)
+    flag: str | None = None
+    env: str | None = None
+    values: dict[str, Contribution] | None = None
+    evidence: Evidence | None = None
+    evidence_by_value: dict[str, Evidence] | None = None
+
+
+class Gate(_Strict):
+    """Feasibility rules applied to every measured trial."""
+
+    accept_length_floor: float = 1.2
+    max_accuracy_drop_pp: float = 1.0
+    mcnemar_alpha: float = 0.05
+
+
+class Workload(_Strict):
+    """The deployment-shaped workload trials are measured on."""
+
+    kind: Literal["gsm8k", "synthetic"] = "gsm8k"
+    questions: int = 100
+    num_shots: int = 5
+    max_tokens: int = 2048
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 29
+    seed: int = 0
+    warmup_requests: int = 2
+    concurrency: int = 1
+    input_len: int = 1024
+    output_len: int = 256
+
+
+class SpaceFile(_Strict):
+    """A whole search-space file."""
+
+    schema_version: Literal[1]
+    name: str
+    description: str | None = None
+    model: ModelMeta
+    machine: MachineMeta
+    engine: EngineMeta = Field(default_factory=EngineMeta)
+    limits: dict[str, Limit] = Field(default_factory=dict)
+    fixed_flags: dict[str, Any] = Field(default_factory=dict)
+    fixed_env: dict[str, str] = Field(default_factory=dict)
+    knobs: dict[str, Knob]
+    baseline: dict[str, Any]
+    gate: Gate = Field(default_factory=Gate)
+    workload: Workload = Field(default_factory=Workload)

@@ -1,0 +1,253 @@
+"""The loaded, validated search space: domains, conditions, and what each value launches."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import ConfigError
+from tuner.errors import SpaceError
+from tuner.space._schema import Contribution
+from tuner.space._schema import Evidence
+from tuner.space._schema import Knob
+from tuner.space._schema import SpaceFile
+
+
+def value_key(value: Any) -> str:
+    """The string a knob value is written as in ``values:``/``evidence_by_value:`` keys."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _decimals(step: float) -> int:
+    text = f"{step:.10f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def condition_matches(expected: Any, actual: Any) -> bool:
+    """``when:`` semantics: a scalar means equality, a list means membership."""
+    if isinstance(expected, list):
+        return any(_same(e, actual) for e in expected)
+    return _same(expected, actual)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (isinstance(a, bool) and isinstance(b, bool) and a == b)
+    return a == b
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """A validated search space. Build it with :func:`tuner.space.load_space`."""
+
+    spec: SpaceFile
+    source: Path | None = None
+    order: tuple[str, ...] = field(default=())
+    lines: Mapping[tuple[str | int, ...], int] = field(default_factory=dict, repr=False)
+
+    def error(self, path: tuple[str | int, ...], message: str) -> SpaceError:
+        """A :class:`SpaceError` located at ``path`` in this space's file."""
+        from tuner.space._yaml import format_path
+        from tuner.space._yaml import line_of
+
+        return SpaceError(message, file=str(self.source) if self.source else None,
+                          path=format_path(path), line=line_of(dict(self.lines), path))
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def knobs(self) -> Mapping[str, Knob]:
+        return self.spec.knobs
+
+    def knob(self, name: str) -> Knob:
+        try:
+            return self.spec.knobs[name]
+        except KeyError:
+            known = ", ".join(self.spec.knobs)
+            raise ConfigError(f"unknown knob {name!r}; this space has: {known}") from None
+
+    # ---- domains --------------------------------------------------------------------------
+    def domain(self, name: str) -> list[Any] | None:
+        """Every value of a discrete knob, in order; ``None`` for a continuous float."""
+        k = self.knob(name)
+        if k.type == "bool":
+            return [False, True]
+        if k.type == "categorical":
+            return list(k.choices or [])
+        assert k.low is not None and k.high is not None
+        if k.type == "int":
+            step = int(k.step or 1)
+            return list(range(int(k.low), int(k.high) + 1, step))
+        if k.step is None:
+            return None
+        n = math.floor((k.high - k.low) / k.step + 1e-9)
+        nd = _decimals(k.step)
+        return [round(k.low + i * k.step, nd) for i in range(n + 1)]
+
+    def coerce(self, name: str, raw: Any) -> Any:
+        """Turn ``raw`` (a string from the command line, or a sampled value) into a domain
+        value of knob ``name``; raise :class:`ConfigError` when it is outside the domain."""
+        k = self.knob(name)
+        value: Any = raw
+        try:
+            if k.type == "bool":
+                if isinstance(raw, str):
+                    low = raw.strip().lower()
+                    if low not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                        raise ValueError
+                    value = low in ("true", "1", "yes", "on")
+                else:
+                    value = bool(raw)
+            elif k.type == "int":
+                if isinstance(raw, str):
+                    value = int(raw.strip())
+                elif isinstance(raw, float) and not raw.is_integer():
+                    raise ValueError
+                else:
+                    value = int(raw)
+            elif k.type == "float":
+                value = float(raw)
+                if k.step is not None:
+                    value = round(value, _decimals(k.step))
+            elif isinstance(raw, str):
+                matches = [c for c in (k.choices or []) if value_key(c) == raw.strip()]
+                if not matches:
+                    raise ValueError
+                value = matches[0]
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"knob {name!r}: {raw!r} is not a valid {k.type} value; "
+                f"expected {self.describe_domain(name)}"
+            ) from None
+        if not self.in_domain(name, value):
+            raise ConfigError(
+                f"knob {name!r}: {value!r} is outside its domain {self.describe_domain(name)}"
+            )
+        return value
+
+    def in_domain(self, name: str, value: Any) -> bool:
+        k = self.knob(name)
+        if k.type in ("categorical", "bool"):
+            return any(_same(c, value) for c in (self.domain(name) or []))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if k.type == "int" and not float(value).is_integer():
+            return False
+        assert k.low is not None and k.high is not None
+        if not (k.low - 1e-9 <= value <= k.high + 1e-9):
+            return False
+        if k.step is not None:
+            ratio = (value - k.low) / k.step
+            return abs(ratio - round(ratio)) < 1e-6
+        return True
+
+    def describe_domain(self, name: str) -> str:
+        k = self.knob(name)
+        if k.type in ("categorical", "bool"):
+            return "one of " + ", ".join(value_key(c) for c in self.domain(name) or [])
+        step = f" step {k.step:g}" if k.step is not None else ""
+        lo = int(k.low) if k.type == "int" else k.low
+        hi = int(k.high) if k.type == "int" else k.high
+        return f"{k.type} in [{lo}, {hi}]{step}"
+
+    # ---- conditions -----------------------------------------------------------------------
+    def is_active(self, name: str, values: Mapping[str, Any]) -> bool:
+        """Whether knob ``name`` applies, given the values of the knobs it depends on.
+
+        A knob whose parent is inactive is inactive too (``values`` then lacks the parent).
+        """
+        for parent, expected in self.knob(name).when.items():
+            if parent not in values or not condition_matches(expected, values[parent]):
+                return False
+        return True
+
+    def complete(self, assigned: Mapping[str, Any], *, base: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any]:
+        """Resolve a full configuration: each active knob takes its value from ``assigned``,
+        else ``base`` (default: the baseline), else its ``default``; inactive knobs are
+        dropped. Values are checked against their domains."""
+        for name in assigned:
+            self.knob(name)
+        base = self.spec.baseline if base is None else base
+        out: dict[str, Any] = {}
+        for name in self.order:
+            if not self.is_active(name, out):
+                continue
+            k = self.knob(name)
+            if name in assigned:
+                raw = assigned[name]
+            elif name in base:
+                raw = base[name]
+            elif k.default is not None:
+                raw = k.default
+            else:
+                raise ConfigError(
+                    f"knob {name!r} is active but has no value: set it "
+                    f"(--set {name}=...) or give it a default in the space"
+                )
+            out[name] = self.coerce(name, raw)
+        return out
+
+    # ---- what a value launches --------------------------------------------------------------
+    def contribution(self, name: str, value: Any) -> Contribution:
+        """The flags and env vars knob ``name`` at ``value`` adds to a launch."""
+        k = self.knob(name)
+        if k.values is not None:
+            return k.values[value_key(value)]
+        if k.flag is not None:
+            return Contribution(flags={k.flag: value})
+        assert k.env is not None
+        return Contribution(env={k.env: value_key(value)})
+
+    def evidence(self, name: str, value: Any) -> Evidence:
+        """What proves that knob ``name`` at ``value`` took effect."""
+        k = self.knob(name)
+        if k.evidence_by_value is not None:
+            return k.evidence_by_value[value_key(value)]
+        assert k.evidence is not None
+        return k.evidence
+
+    # ---- size -----------------------------------------------------------------------------
+    def iter_configs(self, limit: int = 1_000_000) -> Iterator[dict[str, Any]]:
+        """Every configuration of the space (conditions applied), up to ``limit``.
+
+        Raises :class:`ValueError` for a space with a continuous knob.
+        """
+        count = 0
+
+        def rec(i: int, acc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+            nonlocal count
+            if count >= limit:
+                return
+            if i == len(self.order):
+                count += 1
+                yield dict(acc)
+                return
+            name = self.order[i]
+            if not self.is_active(name, acc):
+                yield from rec(i + 1, acc)
+                return
+            dom = self.domain(name)
+            if dom is None:
+                raise ValueError(f"knob {name!r} is continuous")
+            for v in dom:
+                acc[name] = v
+                yield from rec(i + 1, acc)
+                del acc[name]
+
+        yield from rec(0, {})
+
+    def raw_size(self) -> float:
+        """The product of the knob domain sizes, ignoring conditions (inf if continuous)."""
+        sizes = [len(d) if (d := self.domain(n)) is not None else math.inf for n in self.order]
+        return math.prod(sizes)

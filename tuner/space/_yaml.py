@@ -1,0 +1,82 @@
+"""YAML loading that remembers where each key was written and refuses duplicate keys.
+
+PyYAML silently keeps the last of two equal keys; in a search space that hides a duplicate
+knob, so here it is an error with the line of the second occurrence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tuner.errors import SpaceError
+
+
+KeyPath = tuple[str | int, ...]
+
+
+def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], file: str) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise SpaceError(
+                    f"duplicate key {key!r} (first written on line {seen[key]})",
+                    file=file,
+                    path=format_path(path),
+                    line=line,
+                )
+            seen[key] = line
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, (*path, i), lines, file)
+
+
+def load_yaml(text: str, file: str) -> tuple[Any, dict[KeyPath, int]]:
+    """Parse ``text``; return the data and a map from key path to 1-based line number."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpaceError(f"not valid YAML: {problem}", file=file, line=line) from None
+    if node is None:
+        raise SpaceError("the file is empty; expected a mapping", file=file)
+    lines: dict[KeyPath, int] = {}
+    _walk(node, (), lines, file)
+    loader = yaml.SafeLoader("")
+    try:
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:  # e.g. an unhashable key
+        raise SpaceError(f"not valid YAML: {exc}".splitlines()[0], file=file) from None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def format_path(path: KeyPath) -> str:
+    """``("knobs", "x", "choices", 0)`` -> ``knobs.x.choices[0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
+    """The line of ``path`` or of its nearest written ancestor."""
+    while True:
+        if path in lines:
+            return lines[path]
+        if not path:
+            return None
+        path = path[:-1]
