@@ -17,9 +17,15 @@ if TYPE_CHECKING:
 
 
 def console(stderr: bool = False) -> Console:
+    """A rich console; 160 columns when writing to a pipe or file (logs stay readable)."""
+    import os
+    import sys
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or "COLUMNS" in os.environ else 160
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
 
 
 def load_checked_space(path: Path | str, engine: Engine | None = None) -> SearchSpace:

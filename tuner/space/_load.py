@@ -301,7 +301,7 @@ def parse_space(text: str, file: str = "<space>", source: Path | None = None) ->
         raise located(path, msg) from None
     try:
         order = _Checker(spec).run()
-        space = SearchSpace(spec=spec, source=source, order=order, lines=lines)
+        space = SearchSpace(spec=spec, source=source, order=order, lines=lines, file=file)
         _check_baseline(space)
     except _Located as exc:
         raise located(exc.path, exc.msg) from None

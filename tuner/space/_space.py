@@ -51,13 +51,14 @@ class SearchSpace:
     source: Path | None = None
     order: tuple[str, ...] = field(default=())
     lines: Mapping[tuple[str | int, ...], int] = field(default_factory=dict, repr=False)
+    file: str | None = None
 
     def error(self, path: tuple[str | int, ...], message: str) -> SpaceError:
         """A :class:`SpaceError` located at ``path`` in this space's file."""
         from tuner.space._yaml import format_path
         from tuner.space._yaml import line_of
 
-        return SpaceError(message, file=str(self.source) if self.source else None,
+        return SpaceError(message, file=self.file,
                           path=format_path(path), line=line_of(dict(self.lines), path))
 
     # ---- metadata -------------------------------------------------------------------------

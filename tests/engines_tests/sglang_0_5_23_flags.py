@@ -1,0 +1,74 @@
+"""An independent table of SGLang 0.5.23 server flags (from the 0.5.23 wheel via
+shared/docs/sglang-0.5.23-facts.md), used as the oracle that generated launches are checked
+against. Kept apart from tuner's own table on purpose: a misspelt flag must fail here."""
+
+STORE_TRUE = {
+    "--enable-fp32-lm-head", "--disable-flashinfer-autotune", "--disable-shared-experts-fusion",
+    "--enable-metrics", "--skip-server-warmup", "--trust-remote-code", "--enable-mixed-chunk",
+}
+VALUED = {
+    "--model-path", "--host", "--port", "--api-key", "--moe-runner-backend",
+    "--flashinfer-mxfp4-moe-precision", "--speculative-algorithm",
+    "--speculative-draft-model-path", "--speculative-num-steps", "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens", "--max-running-requests", "--mem-fraction-static",
+    "--cuda-graph-backend-decode", "--cuda-graph-backend-prefill", "--cuda-graph-max-bs-decode",
+    "--cuda-graph-bs-decode", "--attention-backend", "--fp8-gemm-backend",
+    "--max-mamba-cache-size", "--chunked-prefill-size", "--page-size", "--context-length",
+    "--reasoning-parser", "--tool-call-parser", "--json-model-override-args",
+    "--log-level", "--decode-log-interval",
+}
+CHOICES = {
+    "--moe-runner-backend": {
+        "auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm",
+        "experimental_sgl_trtllm", "flashinfer_trtllm_routed", "flashinfer_cutlass",
+        "flashinfer_mxfp4", "flashinfer_cutedsl", "flashinfer_megamoe", "cutlass", "aiter",
+        "marlin", "humming", "experimental_sgl_marlin", "lora_cutedsl", "lora_triton",
+        "lora_marlin", "hpc_ops", "megamoe", "intel_xpu"},
+    "--flashinfer-mxfp4-moe-precision": {"default", "bf16", "fp8"},
+    "--speculative-algorithm": {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH",
+                                "DSPARK", "UNO"},
+    "--cuda-graph-backend-decode": {"full", "breakable", "disabled"},
+    "--cuda-graph-backend-prefill": {"full", "breakable", "disabled"},
+    "--fp8-gemm-backend": {"auto", "deep_gemm", "flashinfer_trtllm", "flashinfer_cutlass",
+                           "flashinfer_deepgemm", "flashinfer_cutedsl", "cutlass", "triton",
+                           "aiter"},
+    "--attention-backend": {"triton", "torch_native", "flex_attention", "fa3", "fa4",
+                            "flashinfer", "flashmla", "trtllm_mla", "trtllm_mha"},
+    "--reasoning-parser": {"ling3", "deepseek-r1", "qwen25"},
+    "--tool-call-parser": {"ling3", "deepseek-r1", "qwen25"},
+}
+INT_VALUED = {
+    "--port", "--speculative-num-steps", "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens", "--max-running-requests", "--cuda-graph-max-bs-decode",
+    "--cuda-graph-bs-decode", "--max-mamba-cache-size", "--chunked-prefill-size", "--page-size",
+    "--context-length", "--decode-log-interval",
+}
+FLOAT_VALUED = {"--mem-fraction-static"}
+ENV_VARS_STOCK = {
+    "SGLANG_HUMMING_INPUT_QUANT_CONFIG", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+    "SGLANG_JIT_DEEPGEMM_PRECOMPILE", "SGLANG_ENABLE_JIT_DEEPGEMM", "SGLANG_DSV4_FP4_DEQUANT",
+    "SGLANG_FP8_IGNORED_LAYERS",
+}
+ENV_VARS_FORK_ONLY = {"SGLANG_ENABLE_FP8_LM_HEAD"}
+
+
+def check_argv(flags: list[str]) -> None:
+    """Raise AssertionError naming the first token SGLang 0.5.23 would reject."""
+    i = 0
+    while i < len(flags):
+        tok = flags[i]
+        assert tok.startswith("--"), f"stray token {tok!r} at {i}"
+        if tok in STORE_TRUE:
+            i += 1
+            continue
+        assert tok in VALUED, f"{tok} is not an SGLang 0.5.23 flag"
+        assert i + 1 < len(flags) and not flags[i + 1].startswith("--"), f"{tok} lacks a value"
+        value = flags[i + 1]
+        if tok in CHOICES:
+            v = value.upper() if tok == "--speculative-algorithm" else value
+            assert v in CHOICES[tok], f"{value!r} is not a choice of {tok}"
+        if tok in INT_VALUED:
+            int(value)
+        if tok in FLOAT_VALUED:
+            assert 0.0 < float(value) < 1.0
+        i += 2

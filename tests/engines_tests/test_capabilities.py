@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SPARK
+from tuner.engines._capabilities import knob_support
+from tuner.engines._capabilities import parse_help
+from tuner.engines._capabilities import probe
+from tuner.space import load_space
+
+
+def test_parse_help_reads_flags_and_choices() -> None:
+    p = argparse.ArgumentParser(prog="sglang serve")
+    p.add_argument("--moe-runner-backend", choices=["auto", "humming", "flashinfer_mxfp4"])
+    p.add_argument("--enable-fp32-lm-head", action="store_true")
+    p.add_argument("--mem-fraction-static", type=float)
+    flags = parse_help(p.format_help())
+    assert flags["--moe-runner-backend"] == ("auto", "humming", "flashinfer_mxfp4")
+    assert flags["--enable-fp32-lm-head"] is None
+    assert "--mem-fraction-static" in flags
+    assert "--help" in flags
+
+
+FAKE_MAIN = '''
+import argparse
+p = argparse.ArgumentParser(prog="fake serve")
+p.add_argument("--model-path")
+p.add_argument("--moe-runner-backend", choices=["auto", "flashinfer_mxfp4", "marlin"])
+p.add_argument("--enable-fp32-lm-head", action="store_true")
+for f in %s:
+    p.add_argument(f)
+p.parse_args()
+'''
+
+
+def _fake_engine(tmp_path: Path, envs: list[str]) -> Path:
+    pkg = tmp_path / "fakeengine"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "version.py").write_text('__version__ = "0.5.23"\n')
+    (pkg / "environ.py").write_text("".join(f"{e} = 1\n" for e in envs))
+    flags = [f for f in SPARK_FLAGS if f not in ("--model-path", "--moe-runner-backend",
+                                                 "--enable-fp32-lm-head")]
+    (pkg / "__main__.py").write_text(FAKE_MAIN % flags)
+    return tmp_path
+
+
+SPARK_FLAGS = sorted({*load_space(SPARK).spec.fixed_flags, "--speculative-algorithm",
+                      "--speculative-draft-model-path", "--speculative-num-steps",
+                      "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+                      "--mem-fraction-static", "--model-path", "--moe-runner-backend",
+                      "--enable-fp32-lm-head"})
+
+
+def test_probe_finds_version_flags_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    root = _fake_engine(tmp_path, ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"])
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = probe([sys.executable, "-m", "fakeengine"])
+    assert caps.found and caps.version == "0.5.23"
+    assert caps.source_root == root / "fakeengine"
+    assert caps.accepts("--moe-runner-backend", "marlin") is True
+    assert caps.accepts("--moe-runner-backend", "humming") is False
+    assert caps.knows_env("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN") is True
+    assert caps.knows_env("SGLANG_ENABLE_FP8_LM_HEAD") is False
+
+    by_knob = {s.knob: s for s in knob_support(load_space(SPARK), caps)}
+    assert by_knob["moe_backend"].status == "unsupported"
+    assert "humming" in by_knob["moe_backend"].detail
+    assert by_knob["lm_head"].status == "unsupported"
+    assert "SGLANG_ENABLE_FP8_LM_HEAD" in by_knob["lm_head"].detail
+    assert by_knob["humming_activation"].status == "unsupported"
+    assert by_knob["spec_steps"].status == "supported"
+    assert by_knob["(fixed flags and env)"].status == "unsupported"  # other fixed env vars
+
+
+def test_probe_of_a_missing_engine_says_not_found() -> None:
+    caps = probe(["sglang-that-is-not-installed", "serve"])
+    assert not caps.found
+    assert "command not found" in (caps.reason or "")
+    caps = probe([sys.executable, "-m", "no_such_module_here", "serve"])
+    assert not caps.found and "not installed" in (caps.reason or "")
