@@ -1,0 +1,230 @@
+"""The simulated scheduler: continuous batching in machine time, slept out in scaled wall time.
+
+One thread runs the loop SGLang's scheduler runs: admit waiting requests (a prefill batch),
+then decode iterations (a plain step or a speculative round) over the running batch. Each
+iteration's machine time comes from :class:`~tuner_sim.perf.PerfModel`; the thread sleeps
+until an absolute deadline (machine time / time scale), so rounding never accumulates.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner_sim.perf import PerfModel
+
+
+@dataclass
+class SimRequest:
+    rid: str
+    prompt_tokens: int
+    cached_tokens: int
+    max_new_tokens: int
+    kind: str                       # "greedy" | "sampled"
+    tokens: list[str]               # what the model would say, up to its natural end
+    ignore_eos: bool
+    first_rate: float               # this request's depth-1 acceptance rate
+    rng: random.Random
+    t_submit: float = field(default_factory=time.monotonic)
+    emitted: int = 0
+    verify_ct: int = 0
+    correct_drafts: int = 0
+    proposed_drafts: int = 0
+    hist: list[int] = field(default_factory=list)
+    finished: bool = False
+    finish_reason: dict[str, Any] | None = None
+    t_first: float | None = None
+    t_done: float | None = None
+    aborted: str | None = None
+
+    @property
+    def limit(self) -> int:
+        natural = math.inf if self.ignore_eos else len(self.tokens)
+        return int(min(self.max_new_tokens, natural))
+
+    def token(self, i: int) -> str:
+        return self.tokens[i % len(self.tokens)] if self.tokens else "the"
+
+
+@dataclass
+class Stats:
+    prompt_tokens_total: int = 0
+    generation_tokens_total: int = 0
+    spec_verify_calls_total: int = 0
+    num_requests_total: int = 0
+    spec_accept_tokens: int = 0     # cumulative, updated at decode-log intervals (as SGLang)
+    spec_forward_ct: int = 0
+    last_gen_throughput: float = 0.0
+    num_running_reqs: int = 0
+    last_interval_accept_length: float | None = None
+
+
+class Engine:
+    """The scheduler thread. ``log`` prints a server log line."""
+
+    def __init__(self, perf: PerfModel, *, max_running: int, time_scale: float,
+                 noise: float, seed: int, decode_log_interval: int, max_total_tokens: int,
+                 log: Callable[[str], None], on_finish: Callable[[SimRequest], None]) -> None:
+        self.perf = perf
+        self.max_running = max_running
+        self.scale = time_scale
+        self.noise = noise
+        self.rng = random.Random(seed)
+        self.interval = max(1, decode_log_interval)
+        self.max_total_tokens = max_total_tokens
+        self.log = log
+        self.on_finish = on_finish
+        self.stats = Stats()
+        self.cond = threading.Condition()
+        self.pending: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self._deadline = time.monotonic()
+        self._iters = 0
+        self._window = [0, 0, 0.0, 0]   # tokens, verify rounds, machine ms, iterations
+        threading.Thread(target=self._loop, name="scheduler", daemon=True).start()
+
+    # -- API for request handlers --------------------------------------------------------------
+    def submit(self, req: SimRequest) -> None:
+        with self.cond:
+            self.pending.append(req)
+            self.cond.notify_all()
+
+    def wait(self, req: SimRequest, seen: int, timeout: float = 30.0) -> None:
+        """Block until ``req`` has more than ``seen`` tokens or is finished."""
+        with self.cond:
+            self.cond.wait_for(lambda: req.finished or req.emitted > seen, timeout=timeout)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _sleep(self, machine_ms: float) -> None:
+        self._deadline += machine_ms / 1000.0 / self.scale
+        delay = self._deadline - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    def _jitter(self) -> float:
+        return math.exp(self.rng.gauss(0.0, self.noise)) if self.noise > 0 else 1.0
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                if not (self.pending or self.running):
+                    self.cond.wait_for(lambda: bool(self.pending or self.running))
+                    self._deadline = time.monotonic()   # the clock restarts after idling
+                admit = []
+                while self.pending and len(self.running) + len(admit) < self.max_running:
+                    admit.append(self.pending.popleft())
+                batch = list(self.running)
+            if admit:
+                self._prefill(admit)
+            elif batch:
+                self._decode(batch)
+
+    def _prefill(self, admit: list[SimRequest]) -> None:
+        ms = sum(self.perf.prefill_ms(r.prompt_tokens - r.cached_tokens, r.cached_tokens)
+                 for r in admit)
+        self._sleep(ms * self._jitter())
+        now = time.monotonic()
+        with self.cond:
+            for r in admit:
+                self.stats.prompt_tokens_total += r.prompt_tokens
+                r.emitted = 1
+                r.t_first = now
+                if r.emitted >= r.limit:
+                    self._finish(r, now)
+                else:
+                    self.running.append(r)
+            self.stats.num_running_reqs = len(self.running)
+            self.cond.notify_all()
+
+    def _accepted(self, r: SimRequest) -> int:
+        n = 0
+        for p in self.perf.position_probs(r.first_rate, r.kind):
+            if r.rng.random() >= p:
+                break
+            n += 1
+        return n
+
+    def _decode(self, batch: list[SimRequest]) -> None:
+        spec = self.perf.s.speculative
+        kind = batch[0].kind if len(batch) == 1 else "sampled"
+        ctx = sum(r.prompt_tokens + r.emitted for r in batch) / len(batch)
+        ms = self.perf.decode_ms(ctx, kind, batch=len(batch)) * self._jitter()
+        self._sleep(ms)
+        now = time.monotonic()
+        produced = 0
+        with self.cond:
+            for r in batch:
+                n = 1
+                if spec:
+                    acc = self._accepted(r)
+                    n = 1 + acc
+                    r.verify_ct += 1
+                    r.correct_drafts += acc
+                    r.proposed_drafts += self.perf.s.steps
+                    while len(r.hist) <= acc:
+                        r.hist.append(0)
+                    r.hist[acc] += 1
+                    self.stats.spec_verify_calls_total += 1
+                n = min(n, r.limit - r.emitted)
+                r.emitted += n
+                produced += n
+                if r.emitted >= r.limit:
+                    self._finish(r, now)
+            self.running = [r for r in self.running if not r.finished]
+            self.stats.num_running_reqs = len(self.running)
+            self.cond.notify_all()
+        w = self._window
+        w[0] += produced
+        w[1] += len(batch) if spec else 0
+        w[2] += ms
+        w[3] += 1
+        self._iters += 1
+        if self._iters % self.interval == 0:
+            self._decode_log(batch)
+
+    def _finish(self, r: SimRequest, now: float) -> None:
+        r.finished = True
+        r.t_done = now
+        if r.emitted >= r.max_new_tokens:
+            r.finish_reason = {"type": "length", "length": r.emitted}
+        else:
+            r.finish_reason = {"type": "stop", "matched": 156892}
+        self.stats.generation_tokens_total += r.emitted
+        self.stats.num_requests_total += 1
+        self.on_finish(r)
+
+    def _decode_log(self, batch: list[SimRequest]) -> None:
+        tokens, rounds, ms, _ = self._window
+        s = self.stats
+        s.last_gen_throughput = tokens / (ms / 1000.0) if ms > 0 else 0.0
+        used = sum(r.prompt_tokens + r.emitted for r in batch)
+        usage = used / max(1, self.max_total_tokens)
+        line = (f"Decode batch, #running-req: {len(batch)}, #full token: {used}, "
+                f"full token usage: {usage:.2f}, mamba num: {len(batch)}, "
+                f"mamba usage: {len(batch) / 64:.2f}, ")
+        if self.perf.s.speculative and rounds:
+            accept = tokens / rounds
+            s.last_interval_accept_length = accept
+            s.spec_accept_tokens += tokens
+            s.spec_forward_ct += rounds
+            rate = (accept - 1) / max(1, self.perf.s.steps)
+            line += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
+        line += (f"cuda graph: True, gen throughput (token/s): {s.last_gen_throughput:.2f}, "
+                 f"#queue-req: {len(self.pending)}")
+        self.log(line)
+        self._window = [0, 0, 0.0, 0]
+
+
+def crash_now(log: Callable[[str], None], why: str) -> None:
+    """Die the way a crashed scheduler takes the server down."""
+    log(f"Scheduler hit an exception: {why}")
+    log("Received sigquit from a child process. It usually means the child failed.")
+    os._exit(1)

@@ -1,0 +1,74 @@
+"""The memory model: weights, KV pool, mamba/KDA state, CUDA graphs, --mem-fraction-static.
+
+Follows SGLang 0.5.23's accounting (facts file section 1.3): the static budget is
+``free-before-load x f``; what the weights leave of it, minus the KDA state pool and the
+graph memory, becomes the KV pool. Too little fails with SGLang's own messages; a fraction
+above the machine's safe limit makes the simulated machine hang (as a GB10 does at 0.75).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tuner_sim.args import LaunchError
+from tuner_sim.profiles import Machine
+from tuner_sim.profiles import Model
+
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    capacity_gb: float
+    free_before_load_gb: float
+    weights_gb: float
+    avail_after_load_gb: float
+    mamba_gb: float
+    graph_gb: float
+    kv_gb: float
+    kv_bytes_per_token: int
+    max_total_num_tokens: int
+    hangs: bool
+
+    @property
+    def avail_after_pool_gb(self) -> float:
+        return self.avail_after_load_gb - self.kv_gb - self.mamba_gb
+
+
+def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryPlan:
+    f = float(args["mem_fraction_static"])
+    spec = args["speculative_algorithm"] is not None
+    capacity = machine.memory_gib * GIB / 1e9
+    free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
+    weights = model.weights_gb + (model.nextn.weights_gb if spec else 0.0)
+    avail = free0 - weights
+    rest = free0 * f - weights
+    if rest <= 0:
+        need = math.ceil(weights / free0 * 100) / 100
+        raise LaunchError(
+            "ValueError",
+            f"Loaded weights leave no GPU memory for the KV cache under "
+            f"--mem-fraction-static={f}. Raise --mem-fraction-static above {need:.2f} "
+            f"(weights use {weights:.2f} GB of {free0:.2f} GB available).")
+    slots = args["max_mamba_cache_size"] or min(args["max_running_requests"] * 2, 256)
+    mamba = slots * model.kda_state_gb_per_request * (2.0 if spec else 1.0)
+    graph_sets = 1 + (3 if spec else 0)
+    graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
+        0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))
+    per_token = model.kv_bytes_per_token + (model.nextn.kv_bytes_per_token if spec else 0)
+    kv = rest - mamba - graph
+    page = max(1, int(args["page_size"]))
+    tokens = int(max(kv, 0.0) * 1e9 / per_token) // page * page
+    if tokens < 16 * page:
+        raise LaunchError(
+            "RuntimeError",
+            "Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={f}")
+    return MemoryPlan(
+        capacity_gb=capacity, free_before_load_gb=free0, weights_gb=weights,
+        avail_after_load_gb=avail, mamba_gb=mamba, graph_gb=graph, kv_gb=kv,
+        kv_bytes_per_token=per_token, max_total_num_tokens=tokens,
+        hangs=f > machine.safe_mem_fraction_max + 1e-9)

@@ -1,0 +1,186 @@
+"""The performance model: milliseconds of machine time from bytes moved, from first principles.
+
+A decode forward of M tokens at context C reads
+
+* the routed experts the M tokens touch: ``moe_layers x D(M) x expert_bytes`` at the MoE
+  backend's efficiency, where ``D(M) = E (1 - (1 - k/E)^M_eff)`` is the expected number of
+  distinct experts among M tokens routed k of E each, and
+  ``M_eff = 1 + (M - 1)(1 - overlap)`` shrinks when consecutive tokens reuse experts;
+* the dense weights (attention, KDA, shared expert) once, FP8;
+* the KV cache of the MLA layers for the context;
+* the LM head once, at its precision;
+
+over the machine's bandwidth, plus a fixed per-forward overhead. A speculative round is
+``steps`` draft forwards of the NEXTN layer (M = topk after the first) and one verify
+forward of M = draft tokens, plus a per-round overhead. Acceptance is a per-position
+process (:mod:`tuner_sim.acceptance`). All figures are machine time; the server divides
+by its time scale before sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tuner_sim.profiles import AcceptanceClass
+from tuner_sim.profiles import Machine
+from tuner_sim.profiles import Model
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved server settings the model depends on."""
+
+    moe_backend: str = "flashinfer_mxfp4"
+    humming_w4a8: bool = False
+    lm_head: str = "fp32"          # effective dtype of the vocab GEMM: fp32 | bf16 | fp8
+    speculative: bool = False
+    steps: int = 3
+    topk: int = 1
+    draft_tokens: int = 4
+    spec_moe_backend: str | None = None
+    draft_lm_head_ok: bool = True  # False: the draft reads FP8 weights as BF16 (the trap)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the traffic looks like to the model."""
+
+    kind: str = "sampled"          # sampled | greedy
+    context: float = 1200.0        # mean tokens in context during decode
+
+
+class PerfModel:
+    def __init__(self, machine: Machine, model: Model, settings: Settings) -> None:
+        self.machine = machine
+        self.model = model
+        self.s = settings
+        self.bw = machine.bandwidth_gbs * 1e9  # bytes/s
+
+    # -- building blocks (milliseconds) ---------------------------------------------------------
+    def distinct_experts(self, m_tokens: float, overlap: float) -> float:
+        e, k = self.model.routed_experts, self.model.experts_per_token
+        m_eff = 1.0 + max(m_tokens - 1.0, 0.0) * (1.0 - overlap)
+        return e * (1.0 - (1.0 - k / e) ** m_eff)
+
+    def _moe_eff(self, backend: str) -> float:
+        eff = getattr(self.machine.efficiency.moe, backend)
+        if backend == "humming" and self.s.humming_w4a8:
+            eff *= 1.0 - self.machine.efficiency.humming_w4a8_penalty
+        return eff
+
+    def _ms(self, nbytes: float, eff: float) -> float:
+        return nbytes / (self.bw * eff) * 1e3
+
+    def routed_ms(self, m_tokens: float, overlap: float, layers: int, backend: str) -> float:
+        nbytes = layers * self.distinct_experts(m_tokens, overlap) * self.model.expert_bytes
+        return self._ms(nbytes, self._moe_eff(backend))
+
+    def lm_head_ms(self) -> float:
+        per_param = 1.0 if self.s.lm_head == "fp8" else 2.0
+        nbytes = self.model.lm_head_params_m * 1e6 * per_param
+        return self._ms(nbytes, getattr(self.machine.efficiency.lm_head, self.s.lm_head))
+
+    def kv_ms(self, context: float, bytes_per_token: int) -> float:
+        return self._ms(context * bytes_per_token, self.machine.efficiency.kv)
+
+    def forward_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
+                   ) -> float:
+        """One target forward over ``batch`` requests of ``m_tokens`` each."""
+        eff = self.machine.efficiency
+        return (self.machine.step_overhead_ms
+                + self.routed_ms(m_tokens * batch, overlap if batch == 1 else 0.0,
+                                 self.model.moe_layers, self.s.moe_backend)
+                + self._ms(self.model.dense_active_gb * 1e9, eff.dense_fp8)
+                + self.lm_head_ms()
+                + batch * self.kv_ms(context, self.model.kv_bytes_per_token))
+
+    def draft_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
+                 ) -> float:
+        """One forward of the NEXTN draft layer (it shares the target's LM head)."""
+        n = self.model.nextn
+        backend = self.s.spec_moe_backend or self.s.moe_backend
+        return (self.machine.draft_step_overhead_ms
+                + self.routed_ms(m_tokens * batch, overlap if batch == 1 else 0.0, 1, backend)
+                + self._ms(n.dense_active_gb * 1e9, self.machine.efficiency.dense_fp8)
+                + self.lm_head_ms()
+                + batch * self.kv_ms(context, n.kv_bytes_per_token))
+
+    def round_ms(self, context: float, overlap: float, batch: int = 1) -> float:
+        """One speculative round: the draft steps, then one verify of the draft tokens."""
+        s = self.s
+        drafts = self.draft_ms(1, context, overlap, batch)
+        drafts += (s.steps - 1) * self.draft_ms(s.topk, context, overlap, batch)
+        return (drafts + self.forward_ms(s.draft_tokens, context, overlap, batch)
+                + self.machine.spec_round_overhead_ms)
+
+    def decode_ms(self, context: float, kind: str, batch: int = 1) -> float:
+        """Machine time of one decode iteration (a plain step, or a speculative round)."""
+        overlap = getattr(self.model.routing_overlap, kind)
+        if self.s.speculative:
+            return self.round_ms(context, overlap, batch)
+        return self.forward_ms(1, context, overlap, batch)
+
+    def prefill_ms(self, new_tokens: int, cached_tokens: int = 0) -> float:
+        """Time to first token: stream the experts the new tokens touch, compute, attention."""
+        if new_tokens <= 0:
+            new_tokens = 1
+        m = self.model
+        eff = self.machine.efficiency
+        chunks = max(1, math.ceil(new_tokens / 8192))
+        per_chunk = min(new_tokens, 8192)
+        layers = m.moe_layers + (1 if self.s.speculative else 0)
+        experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
+        flops = 2.0 * m.params_active_b * 1e9 * new_tokens
+        attn = 2.0 * m.mla_layers * new_tokens * (cached_tokens + new_tokens / 2) * 2 * 576
+        compute_ms = (flops + attn) / (self.machine.prefill_tflops * 1e12) * 1e3
+        stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
+            chunks * m.dense_active_gb * 1e9, eff.dense_fp8)
+        return self.machine.prefill_overhead_ms + max(compute_ms, stream_ms) + 0.1 * min(
+            compute_ms, stream_ms) + self.lm_head_ms()
+
+    # -- acceptance -------------------------------------------------------------------------------
+    def acceptance_class(self, kind: str) -> AcceptanceClass:
+        return getattr(self.model.acceptance, kind)
+
+    def position_probs(self, first: float, kind: str) -> list[float]:
+        """P(draft at depth i accepted | depths < i accepted), i = 1..steps."""
+        s = self.s
+        if not self.s.draft_lm_head_ok:
+            return [0.0] * s.steps
+        decay = self.acceptance_class(kind).decay
+        width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / s.steps))
+        w = width ** self.model.acceptance.topk_width_exponent
+        out = []
+        for i in range(s.steps):
+            p = min(max(first * decay ** i, 0.0), 1.0)
+            out.append(1.0 - (1.0 - p) ** w)
+        return out
+
+    def accept_length_given(self, first: float, kind: str) -> float:
+        """Expected tokens per round for a request whose first-depth rate is ``first``."""
+        total, run = 1.0, 1.0
+        for p in self.position_probs(first, kind):
+            run *= p
+            total += run
+        return total
+
+    def expected_accept_length(self, kind: str) -> float:
+        """Trial accept length = sum tokens / sum verify rounds = 1 / E[1 / A(first)],
+        over the Beta distribution of per-request rates."""
+        if not self.s.speculative:
+            return 1.0
+        from scipy import integrate
+        from scipy import stats
+
+        c = self.acceptance_class(kind)
+        a, b = c.first * c.concentration, (1 - c.first) * c.concentration
+        dist = stats.beta(a, b)
+        inv, _ = integrate.quad(lambda x: dist.pdf(x) / self.accept_length_given(x, kind),
+                                0.0, 1.0, limit=200)
+        return 1.0 / inv
+
+    def expected_tpot_ms(self, workload: Workload) -> float:
+        """Token-weighted mean TPOT for a batch-1 workload (machine milliseconds)."""
+        step = self.decode_ms(workload.context, workload.kind)
+        return step / self.expected_accept_length(workload.kind)

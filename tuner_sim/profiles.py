@@ -1,0 +1,179 @@
+"""Hardware and model profiles: data files under ``profiles/``, validated on load.
+
+``TUNER_SIM_PROFILE_DIR`` adds a directory searched first (a calibrated twin written by
+``tuner probe``, or a person's own machine).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel
+from pydantic import ConfigDict
+
+
+_HERE = Path(__file__).parent / "profiles"
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MoeEfficiency(_M):
+    flashinfer_mxfp4: float
+    humming: float
+    marlin: float
+
+
+class LmHeadEfficiency(_M):
+    fp32: float
+    bf16: float
+    fp8: float
+
+
+class Efficiency(_M):
+    moe: MoeEfficiency
+    humming_w4a8_penalty: float
+    dense_fp8: float
+    kv: float
+    lm_head: LmHeadEfficiency
+    prefill_moe: float
+
+
+class Startup(_M):
+    process_s: float
+    weight_load_gbs: float
+    graph_capture_s: float
+    humming_jit_s_per_kernel: float
+    humming_kernels: int
+
+
+class Machine(_M):
+    id: str
+    gpu: str
+    compute_capability: tuple[int, int]
+    memory_gib: float
+    bandwidth_gbs: float
+    prefill_tflops: float
+    runtime_reserved_gib: float
+    safe_mem_fraction_max: float
+    efficiency: Efficiency
+    step_overhead_ms: float
+    draft_step_overhead_ms: float
+    spec_round_overhead_ms: float
+    prefill_overhead_ms: float
+    startup: Startup
+    calibration: dict[str, object] | None = None
+
+
+class NextN(_M):
+    weights_gb: float
+    dense_active_gb: float
+    kv_bytes_per_token: int
+
+
+class Gsm8kBehaviour(_M):
+    accuracy: float
+    output_tokens_median: float
+    output_tokens_sigma: float
+    numerics_flip_rate: float
+    accuracy_delta_pp: dict[str, float]
+
+
+class AcceptanceClass(_M):
+    first: float
+    decay: float
+    concentration: float
+
+
+class Acceptance(_M):
+    sampled: AcceptanceClass
+    greedy: AcceptanceClass
+    topk_width_exponent: float
+
+
+class Overlap(_M):
+    sampled: float
+    greedy: float
+
+
+class Model(_M):
+    id: str
+    aliases: list[str]
+    architecture: str
+    served_model_name: str
+    params_total_b: float
+    params_active_b: float
+    layers: int
+    moe_layers: int
+    mla_layers: int
+    routed_experts: int
+    experts_per_token: int
+    hidden_size: int
+    moe_intermediate_size: int
+    vocab_size: int
+    context_length: int
+    expert_bytes_per_param: float
+    dense_active_gb: float
+    embedding_gb: float
+    lm_head_params_m: float
+    kv_bytes_per_token: int
+    kda_state_gb_per_request: float
+    nextn: NextN
+    gsm8k: Gsm8kBehaviour
+    acceptance: Acceptance
+    routing_overlap: Overlap
+
+    @property
+    def expert_bytes(self) -> float:
+        """Bytes of one routed expert (gate, up and down projections) at MXFP4."""
+        return 3 * self.hidden_size * self.moe_intermediate_size * self.expert_bytes_per_param
+
+    @property
+    def weights_gb(self) -> float:
+        """Everything resident: all routed experts, dense weights, embedding, BF16 LM head."""
+        routed = self.moe_layers * self.routed_experts * self.expert_bytes / 1e9
+        return routed + self.dense_active_gb + self.embedding_gb + self.lm_head_params_m * 2e-3
+
+
+def _dirs() -> list[Path]:
+    extra = os.environ.get("TUNER_SIM_PROFILE_DIR")
+    return ([Path(extra)] if extra else []) + [_HERE]
+
+
+@cache
+def _read(kind: str, name: str) -> dict[str, object]:
+    for d in _dirs():
+        for path in (d / kind / f"{name}.yaml", d / f"{name}.yaml"):
+            if path.is_file():
+                data = yaml.safe_load(path.read_text())
+                if isinstance(data, dict):
+                    return data
+    raise LookupError(name)
+
+
+def machine_names() -> list[str]:
+    return sorted({p.stem for d in _dirs() for p in (d / "machines").glob("*.yaml")})
+
+
+def load_machine(name: str) -> Machine:
+    try:
+        return Machine.model_validate(_read("machines", name))
+    except LookupError:
+        raise LookupError(f"no machine profile {name!r} (have: "
+                          f"{', '.join(machine_names())})") from None
+
+
+def load_model_for_path(model_path: str) -> Model:
+    """The model profile whose id or alias matches the last part of ``model_path``."""
+    stem = model_path.rstrip("/").split("/")[-1].lower()
+    for d in _dirs():
+        for path in sorted((d / "models").glob("*.yaml")):
+            data = yaml.safe_load(path.read_text())
+            names = [str(data.get("id", ""))] + [str(a) for a in data.get("aliases", [])]
+            if stem in [n.lower() for n in names]:
+                return Model.model_validate(data)
+    raise LookupError(model_path)

@@ -1,0 +1,18 @@
+"""The environment variables this engine variant reads (like sglang/srt/environ.py).
+
+A variable not listed here is silently ignored by the simulated server.
+"""
+
+ENV_VARS = (
+    "SGLANG_HUMMING_INPUT_QUANT_CONFIG",
+    "SGLANG_HUMMING_MOE_GEMM_TYPE",
+    "SGLANG_HUMMING_USE_F16_ACCUM",
+    "SGLANG_HUMMING_ONLINE_QUANT_CONFIG",
+    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+    "SGLANG_JIT_DEEPGEMM_PRECOMPILE",
+    "SGLANG_ENABLE_JIT_DEEPGEMM",
+    "SGLANG_DSV4_FP4_DEQUANT",
+    "SGLANG_FP8_IGNORED_LAYERS",
+    "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION",
+    "SGLANG_HEALTH_CHECK_TIMEOUT",
+)
