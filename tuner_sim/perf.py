@@ -168,7 +168,7 @@ class PerfModel:
     def expected_accept_length(self, kind: str) -> float:
         """Trial accept length = sum tokens / sum verify rounds = 1 / E[1 / A(first)],
         over the Beta distribution of per-request rates."""
-        if not self.s.speculative:
+        if not self.s.speculative or not self.s.draft_lm_head_ok:
             return 1.0
         from scipy import integrate
         from scipy import stats

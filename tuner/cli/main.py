@@ -13,6 +13,7 @@ import typer
 from tuner import __version__
 from tuner.cli import doctor
 from tuner.cli import plan
+from tuner.cli import sim
 from tuner.cli import space
 from tuner.errors import UserError
 
@@ -27,6 +28,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(space.app, name="space")
+app.add_typer(sim.app, name="sim")
 app.command("plan")(plan.plan)
 app.command("doctor")(doctor.doctor)
 

@@ -1,0 +1,48 @@
+"""``tuner sim``: the built-in Spark simulator, run as its own process (never imported)."""
+
+from __future__ import annotations
+
+import typer
+
+
+app = typer.Typer(help="The built-in simulator: a drop-in SGLang stand-in calibrated to "
+                       "published DGX Spark numbers.", no_args_is_help=True)
+
+_PASS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _run(argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, *argv], check=False)
+    raise typer.Exit(proc.returncode)
+
+
+@app.command("calibrate")
+def calibrate(
+    json_: bool = typer.Option(False, "--json", help="print rows as JSON"),
+    machine: str = typer.Option("dgx-spark", help="machine profile"),
+) -> None:
+    """Print every published figure beside the model's prediction, with the error of each.
+
+    Exit code 1 when a checked figure is off by more than 5%.
+    """
+    _run(["-m", "tuner_sim", "calibrate", "--machine", machine, *(["--json"] if json_ else [])])
+
+
+@app.command("serve", context_settings=_PASS)
+def serve(
+    ctx: typer.Context,
+    variant: str = typer.Option("fork", help="fork, stock or fork-unshared"),
+) -> None:
+    """Start the simulator with SGLang flags: tuner sim serve [--variant V] -- --model-path ...
+
+    Simulator settings come from TUNER_SIM_* env vars (see docs/simulator.md).
+    """
+    from tuner.engines import SIM_VARIANTS
+    from tuner.errors import UserError
+
+    if variant not in SIM_VARIANTS:
+        raise UserError(f"unknown variant {variant!r}; expected one of {', '.join(SIM_VARIANTS)}")
+    _run(["-m", SIM_VARIANTS[variant], "serve", *ctx.args])

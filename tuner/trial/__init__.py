@@ -1,0 +1,1 @@
+"""Trials: launch a configuration, prove it took effect, measure it, gate it."""

@@ -1,0 +1,170 @@
+"""Server lifecycle: start a LaunchPlan, wait until it is ready, stop its whole process tree.
+
+The same for SGLang and the simulator. The server runs in the caller's process group (not a
+new session), so that when a Ray worker dies, Ray's process-group clean-up reaches the
+server too (see optuna-ray-facts.md, 4.4). Stopping is SIGTERM, then SIGKILL, of the server
+and every descendant, then a check that the port is free and nothing survived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from tuner.engines import LaunchPlan
+
+
+class StartupFailure(Exception):
+    """The server did not become ready. ``reason`` is from the failure taxonomy."""
+
+    def __init__(self, reason: str, message: str, log_tail: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.log_tail = log_tail
+
+
+_OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
+                  r"leave no GPU memory for the KV cache|out of memory", re.I)
+_UNSUPPORTED = re.compile(r"invalid choice|unrecognized arguments|ambiguous option")
+
+
+def classify_exit(log_tail: str) -> str:
+    """Failure reason of a server that exited during start-up, from its last log lines."""
+    if _OOM.search(log_tail):
+        return "oom"
+    if _UNSUPPORTED.search(log_tail):
+        return "unsupported_knob"
+    return "launch_error"
+
+
+def last_error_line(log_tail: str) -> str:
+    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.search(r"(Error|error:|Exception)", ln) and "Traceback" not in ln:
+            return re.sub(r"^\[[\d\- :]+\]\s*", "", ln)[:300]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) != 0
+
+
+class ServerProcess:
+    """One server started from ``plan``, its log captured to ``log_path``."""
+
+    def __init__(self, plan: LaunchPlan, log_path: Path, *, api_key: str | None = None
+                 ) -> None:
+        self.plan = plan
+        self.log_path = Path(log_path)
+        self.api_key = api_key
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.ready_at: float | None = None
+        self._tree: list[psutil.Process] = []
+
+    @property
+    def base_url(self) -> str:
+        return self.plan.base_url
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.plan.env}
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(self.plan.argv, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.started_at = time.monotonic()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - 64 * 1024))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, timeout_s: float, poll_s: float = 0.2) -> float:
+        """Block until ``/health`` answers 200; return the wall seconds it took.
+
+        Raises :class:`StartupFailure` (``oom``, ``launch_error``, ``unsupported_knob``) the
+        moment the process exits, or ``startup_timeout`` at the deadline.
+        """
+        assert self.proc is not None, "start() first"
+        deadline = self.started_at + timeout_s
+        with httpx.Client(timeout=5.0, headers=self.headers()) as client:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    tail = self.log_tail()
+                    raise StartupFailure(classify_exit(tail), f"server exited with code {code}"
+                                         f" during start-up: {last_error_line(tail)}", tail)
+                try:
+                    if client.get(self.base_url + "/health").status_code == 200:
+                        self.ready_at = time.monotonic()
+                        return self.ready_at - self.started_at
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() >= deadline:
+                    tail = self.log_tail()
+                    raise StartupFailure("startup_timeout", f"not ready after {timeout_s:.0f} s"
+                                         f" (last log line: {last_error_line(tail)})", tail)
+                time.sleep(poll_s)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM the server and its descendants, SIGKILL what is left after ``grace_s``."""
+        if self.proc is None:
+            return
+        try:
+            root = psutil.Process(self.proc.pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        self._tree = tree
+        for p in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.terminate()
+        _, alive = psutil.wait_procs(tree, timeout=grace_s)
+        for p in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(alive, timeout=5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+    def leftovers(self) -> list[str]:
+        """What survived :meth:`stop`: live descendants or a still-bound port (empty: clean)."""
+        out = []
+        if self.proc is not None and self.proc.poll() is None:
+            out.append(f"server pid {self.proc.pid} still running")
+        for p in self._tree[1:]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    out.append(f"child pid {p.pid} still running")
+        if not port_is_free(self.plan.host, self.plan.port):
+            out.append(f"port {self.plan.port} still accepting connections")
+        return out

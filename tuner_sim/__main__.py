@@ -1,0 +1,48 @@
+"""``python -m tuner_sim calibrate [--json] [--machine NAME]``: model vs published numbers.
+
+The server itself runs as ``python -m tuner_sim.<variant> serve`` (fork, stock,
+fork_unshared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tuner_sim")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    cal = sub.add_parser("calibrate", help="published figures beside the model's")
+    cal.add_argument("--json", action="store_true")
+    cal.add_argument("--machine", default="dgx-spark")
+    args = ap.parse_args(argv)
+    from tuner_sim.calibrate import rows
+
+    table = rows(args.machine)
+    if args.json:
+        print(json.dumps([{**r.__dict__, "error_pct": r.error_pct, "ok": r.ok} for r in table],
+                         indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"Spark simulator vs published figures (machine {args.machine})")
+        for col in ("table", "metric", "published", "model", "error", "check"):
+            t.add_column(col, justify="right" if col in ("published", "model", "error")
+                         else "left")
+        for r in table:
+            verdict = {None: "info", True: "ok", False: "FAIL"}[r.ok]
+            if r.check == "above1":
+                verdict += " (>1x)"
+            elif r.check == "within5":
+                verdict += " (+-5%)"
+            t.add_row(r.table, r.metric, f"{r.published:.2f} {r.unit}",
+                      f"{r.model:.2f} {r.unit}", f"{r.error_pct:+.1f}%", verdict)
+        Console(width=None if sys.stdout.isatty() else 180).print(t)
+    return 0 if all(r.ok is not False for r in table) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Model vs published: every number in field-facts.md beside the model's prediction.
+
+Workload shapes used for the predictions (documented in docs/simulator.md):
+
+* synthetic: 32K input, 2K output, greedy, so the mean decode context is 33,792 tokens;
+* GSM8K: 5-shot prompt of about 700 tokens whose few-shot prefix is served from the radix
+  cache (96 new tokens prefilled per question), outputs lognormal (median 310, sigma 1.10),
+  token-weighted mean decode context 700 + E[L^2] / (2 E[L]).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tuner_sim.perf import PerfModel
+from tuner_sim.perf import Settings
+from tuner_sim.perf import Workload
+from tuner_sim.profiles import load_machine
+from tuner_sim.profiles import load_model_for_path
+
+
+@dataclass(frozen=True)
+class Row:
+    table: str
+    metric: str
+    published: float
+    model: float
+    unit: str
+    #: "within5": must be within +-5% of the published figure; "above1": must exceed 1
+    #: (published only as "slower than baseline"); "info": shown, not checked.
+    check: str = "within5"
+
+    @property
+    def error_pct(self) -> float:
+        return (self.model / self.published - 1.0) * 100.0
+
+    @property
+    def ok(self) -> bool | None:
+        if self.check == "within5":
+            return abs(self.error_pct) <= 5.0
+        if self.check == "above1":
+            return self.model > 1.0
+        return None
+
+
+BASELINE = Settings()
+HUMMING = Settings(moe_backend="humming")
+HUMMING_FP8 = Settings(moe_backend="humming", lm_head="fp8")
+ALL_THREE = Settings(moe_backend="humming", lm_head="fp8", speculative=True, steps=3, topk=1,
+                     draft_tokens=4)
+TRAP = Settings(moe_backend="humming", lm_head="fp8", speculative=True, steps=3, topk=1,
+                draft_tokens=4, draft_lm_head_ok=False)
+
+
+def rows(machine_name: str = "dgx-spark") -> list[Row]:
+    machine = load_machine(machine_name)
+    model = load_model_for_path("inclusionAI/Ling-3.0-flash-fp4")
+    g = model.gsm8k
+    syn = Workload("greedy", 32768 + 1024)
+    med, sig = g.output_tokens_median, g.output_tokens_sigma
+    mean_len = med * math.exp(sig**2 / 2)
+    weighted_pos = med * math.exp(1.5 * sig**2) / 2
+    gsm = Workload("sampled", 700 + weighted_pos)
+    out: list[Row] = []
+
+    def pm(s: Settings) -> PerfModel:
+        return PerfModel(machine, model, s)
+
+    base_syn = pm(BASELINE).expected_tpot_ms(syn)
+    for name, s, tpot, tps in [
+            ("baseline (flashinfer_mxfp4 + fp32 LM head)", BASELINE, 27.71, 36.09),
+            ("+ humming", HUMMING, 25.35, 39.45),
+            ("+ humming + FP8 LM head", HUMMING_FP8, 22.76, 43.94),
+            ("+ humming + FP8 LM head + MTP 3/1/4", ALL_THREE, 9.72, 102.88)]:
+        t = pm(s).expected_tpot_ms(syn)
+        out.append(Row("synthetic 32K/2K greedy", f"{name}: TPOT", tpot, t, "ms"))
+        out.append(Row("synthetic 32K/2K greedy", f"{name}: decode tok/s", tps, 1000 / t,
+                       "tok/s"))
+    out.append(Row("synthetic 32K/2K greedy", "MTP accept length", 3.90,
+                   pm(ALL_THREE).expected_accept_length("greedy"), ""))
+    trap_syn = pm(TRAP).expected_tpot_ms(syn)
+    out.append(Row("synthetic 32K/2K greedy", "LM-head module not shared: accept length",
+                   1.00, pm(TRAP).expected_accept_length("greedy"), ""))
+    out.append(Row("synthetic 32K/2K greedy", "LM-head module not shared: TPOT / baseline "
+                   "TPOT (published: slower than baseline)", 1.0, trap_syn / base_syn, "x",
+                   check="above1"))
+
+    for label, s, tpot, tps, e2e, p50, p95, ttft, mean_out in [
+            ("baseline", BASELINE, 26.45, 37.81, 15.21, 8.36, 50.20, 0.207, 567),
+            ("all three", ALL_THREE, 18.56, 53.89, 11.49, 6.11, 38.60, 0.214, 607)]:
+        m = pm(s)
+        t = m.expected_tpot_ms(gsm)
+        ttft_s = m.prefill_ms(96, 640) / 1000
+        z95 = 1.6448536269514722
+        tbl = "GSM8K 1,319 x 5-shot, T=0.6"
+        out += [
+            Row(tbl, f"{label}: TPOT", tpot, t, "ms"),
+            Row(tbl, f"{label}: decode tok/s", tps, 1000 / t, "tok/s"),
+            Row(tbl, f"{label}: mean TTFT", ttft, ttft_s, "s", check="info"),
+            Row(tbl, f"{label}: mean end-to-end latency", e2e,
+                ttft_s + (mean_len - 1) * t / 1000, "s", check="info"),
+            Row(tbl, f"{label}: P50 latency", p50, ttft_s + (med - 1) * t / 1000, "s",
+                check="info"),
+            Row(tbl, f"{label}: P95 latency", p95,
+                ttft_s + (med * math.exp(z95 * sig) - 1) * t / 1000, "s", check="info"),
+            Row(tbl, f"{label}: mean output tokens", mean_out, mean_len, "tok", check="info"),
+        ]
+    acc = g.accuracy
+    opt_acc = acc + g.accuracy_delta_pp.get("lm_head_fp8", 0.0) / 100
+    out += [
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "baseline: accuracy", 96.89, acc * 100, "%"),
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "all three: accuracy", 96.82, opt_acc * 100, "%"),
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "all three: MTP accept length", 2.68,
+            pm(ALL_THREE).expected_accept_length("sampled"), ""),
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "LM-head module not shared: accept length", 1.00,
+            pm(TRAP).expected_accept_length("sampled"), ""),
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "LM-head module not shared: TPOT / baseline TPOT "
+            "(published: slower than baseline)", 1.0,
+            pm(TRAP).expected_tpot_ms(gsm) / pm(BASELINE).expected_tpot_ms(gsm), "x",
+            check="above1"),
+        Row("GSM8K 1,319 x 5-shot, T=0.6", "LM-head module not shared: decode tok/s "
+            "(fork UPSTREAM.md)", 24.0, 1000 / pm(TRAP).expected_tpot_ms(gsm), "tok/s",
+            check="info"),
+    ]
+    return out
