@@ -1,1 +1,9 @@
 """Trials: launch a configuration, prove it took effect, measure it, gate it."""
+
+from tuner.trial._result import REASONS
+from tuner.trial._result import TrialResult
+from tuner.trial._run import TrialOptions
+from tuner.trial._run import run_trial
+
+
+__all__ = ["REASONS", "TrialOptions", "TrialResult", "run_trial"]

@@ -1,0 +1,47 @@
+"""Engine selection shared by ``trial`` and ``sweep``: real SGLang, or the simulator."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from tuner.engines import Engine
+
+
+@dataclass
+class EngineChoice:
+    engine: Engine
+    simulated: bool
+    time_scale: float
+    note: str | None = None
+
+
+def choose_engine(name: str, *, engine_command: str | None, time_scale: float, noise: float,
+                  sim_seed: int, sim_faults: str | None, gsm8k: str | None) -> EngineChoice:
+    """``auto`` picks SGLang when it and a GPU are present, else the simulator."""
+    from tuner.cli._common import split_command
+    from tuner.engines import make_engine
+
+    note = None
+    if name == "auto":
+        if shutil.which("sglang") and shutil.which("nvidia-smi"):
+            name = "sglang"
+        else:
+            name = "sim"
+            note = "no SGLang + GPU here: using the built-in simulator (--engine sim)"
+    if name.startswith("sim"):
+        env = {"TUNER_SIM_TIME_SCALE": f"{time_scale:g}", "TUNER_SIM_NOISE": f"{noise:g}",
+               "TUNER_SIM_SEED": str(sim_seed)}
+        if gsm8k:
+            from pathlib import Path
+
+            folder = Path("trials/.cache/gsm8k") if gsm8k == "online" else Path(gsm8k)
+            env["TUNER_SIM_GSM8K"] = str(folder.resolve())
+        if sim_faults:
+            env["TUNER_SIM_FAULTS"] = sim_faults
+        return EngineChoice(make_engine(name, sim_env=env), True, time_scale, note)
+    return EngineChoice(make_engine(name, command=split_command(engine_command)), False, 1.0,
+                        note)

@@ -1,0 +1,73 @@
+"""Human-readable summary of one TrialResult (rich)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from tuner.trial import TrialResult
+
+
+def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
+    return "-" if v is None else f"{v:{spec}}{unit}"
+
+
+def print_result(r: TrialResult) -> None:
+    from rich.table import Table
+
+    from tuner.cli._common import console
+
+    out = console()
+    clock = (f"simulated machine time (time scale x{r.time_scale:g})" if r.simulated
+             else "wall-clock time")
+    out.print(f"[bold]trial[/bold] {r.space} on {r.machine}  engine {r.engine} "
+              f"{r.engine_version or ''}  [dim]{clock}[/dim]")
+    out.print(f"config  {' '.join(f'{k}={v}' for k, v in r.config.items())}  "
+              f"[dim]hash {r.config_hash}[/dim]")
+    if r.effect:
+        t = Table(title="did each setting take effect?")
+        for col in ("knob", "value", "verdict", "evidence"):
+            t.add_column(col, overflow="fold")
+        colour = {"confirmed": "green", "mismatched": "red", "unobservable": "yellow",
+                  "unsupported": "red"}
+        for c in r.effect:
+            detail = "; ".join(c.problems or c.observations) or (c.note or "")
+            if c.verdict == "unobservable" and c.note:
+                detail = c.note
+            t.add_row(c.knob, str(c.value), f"[{colour[c.verdict]}]{c.verdict}[/]", detail)
+        out.print(t)
+    if r.status == "failed":
+        out.print(f"[red bold]FAILED[/] reason [bold]{r.reason}[/bold]: {r.message}")
+        if r.log_tail:
+            out.print("[dim]last server log lines:[/dim]")
+            for line in r.log_tail.splitlines()[-8:]:
+                out.print(f"  [dim]{line}[/dim]")
+        return
+    a = r.aggregates
+    assert a is not None
+    t = Table(title=f"{a.requests} measured requests ({r.warmup_requests} warm-up excluded)")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    ci = a.tpot_ci95
+    t.add_row("TPOT, token-weighted mean", _fmt(a.tpot_ms, ".2f", " ms") + (
+        f"  [{ci.low:.2f}, {ci.high:.2f}] 95% CI" if ci else ""))
+    t.add_row("TPOT median / P95", f"{_fmt(a.tpot_median_ms)} / {_fmt(a.tpot_p95_ms)} ms")
+    t.add_row("decode throughput", _fmt(a.decode_tok_s, ".1f", " tok/s"))
+    t.add_row("TTFT mean", _fmt(a.ttft_mean_s, ".3f", " s"))
+    t.add_row("end-to-end mean / P50 / P95",
+              f"{_fmt(a.e2e_mean_s)} / {_fmt(a.e2e_p50_s)} / {_fmt(a.e2e_p95_s)} s")
+    t.add_row("output tokens, mean", _fmt(a.output_tokens_mean, ".0f"))
+    t.add_row("accept length (this trial's requests)", _fmt(a.accept_length))
+    if a.accuracy is not None and a.accuracy_ci95 is not None:
+        t.add_row("GSM8K accuracy", f"{a.accuracy:.1%} ({a.correct}/{a.scored})  "
+                  f"[{a.accuracy_ci95.low:.1%}, {a.accuracy_ci95.high:.1%}] Wilson 95%")
+    out.print(t)
+    g = r.gate
+    if g is not None:
+        for rule in g.rules:
+            mark = "[red]GATED[/]" if rule.fired else "[green]pass[/]"
+            out.print(f"{mark} {rule.rule}: {rule.detail}")
+        out.print("[green bold]feasible[/]" if g.passed else "[red bold]infeasible[/]")
+    if r.cleanup:
+        out.print(f"[yellow]clean-up warning[/]: {'; '.join(r.cleanup)}")

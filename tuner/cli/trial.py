@@ -1,0 +1,88 @@
+"""``tuner trial``: run one configuration end to end and say what really happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def trial(
+    space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
+    set_: list[str] = typer.Option(None, "--set", help="KNOB=VALUE (repeatable); other "
+                                   "knobs keep their baseline value"),
+    engine: str = typer.Option("auto", help="auto, sglang, or sim[:fork|stock|fork-unshared]"),
+    engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
+    gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K test.jsonl "
+                              "and train.jsonl, or 'online' to fetch the public files"),
+    workload: str = typer.Option(None, help="gsm8k or synthetic (default: the space's)"),
+    questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
+    max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
+    concurrency: int = typer.Option(None, min=1, help="requests in flight (default 1)"),
+    seed: int = typer.Option(None, help="workload seed"),
+    baseline: Path = typer.Option(None, help="a baseline TrialResult JSON: gate the accuracy "
+                                  "drop against its per-question results"),
+    startup_timeout: float = typer.Option(None, help="seconds to wait for readiness (default "
+                                          "1800; scaled down for the simulator)"),
+    time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
+    noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
+    sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
+    probe: bool = typer.Option(True, help="check the engine knows every flag and env var "
+                               "first (tuner doctor)"),
+    workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
+    out: Path = typer.Option(None, help="write the TrialResult JSON here"),
+    json_: bool = typer.Option(False, "--json", help="print the TrialResult JSON"),
+) -> None:
+    """Launch one configuration, prove each knob took effect, measure TPOT and accuracy, gate.
+
+    Exit code 0 when the trial ran and passed the gate, 1 when it failed or was gated.
+    """
+    from tuner.cli._common import load_checked_space
+    from tuner.cli._common import parse_sets
+    from tuner.cli._engine_options import choose_engine
+    from tuner.cli._trial_report import print_result
+    from tuner.errors import UserError
+    from tuner.trial import TrialOptions
+    from tuner.trial import TrialResult
+    from tuner.trial import run_trial
+
+    choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
+                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k)
+    space = load_checked_space(space_file, choice.engine)
+    config = choice.engine.resolve(space, parse_sets(space, set_))
+    updates = {k: v for k, v in {"kind": workload, "questions": questions,
+                                 "max_tokens": max_tokens, "concurrency": concurrency,
+                                 "seed": seed}.items() if v is not None}
+    if workload not in (None, "gsm8k", "synthetic"):
+        raise UserError(f"--workload {workload!r}: expected gsm8k or synthetic")
+    wl = space.spec.workload.model_copy(update=updates)
+    base = None
+    if baseline is not None:
+        try:
+            base = TrialResult.model_validate_json(baseline.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--baseline {baseline}: not a TrialResult ({exc.__class__.__name__})"
+                            ) from None
+    caps = None
+    if probe:
+        from tuner.engines._capabilities import probe as run_probe
+
+        caps = run_probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
+        if not caps.found:
+            raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
+    timeout = startup_timeout or (1800.0 / choice.time_scale + 30.0)
+    opts = TrialOptions(
+        workdir=workdir, workload=wl, gsm8k=gsm8k, startup_timeout_s=timeout,
+        capabilities=caps,
+        baseline_per_question=base.aggregates.per_question if base and base.aggregates else None)
+    if choice.note and not json_:
+        typer.echo(choice.note, err=True)
+    result = run_trial(space, choice.engine, config, opts)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(result.model_dump_json(indent=2))
+    if json_:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        print_result(result)
+    raise typer.Exit(0 if result.feasible else 1)

@@ -1,0 +1,76 @@
+"""``TrialResult``: everything one trial learnt, as versioned JSON.
+
+Failure reasons come from a fixed taxonomy (design.md): ``launch_error``,
+``startup_timeout``, ``oom``, ``crashed``, ``unsupported_knob``, ``effect_mismatch``,
+``bench_error``, ``worker_lost``, ``cancelled``. All durations are machine time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel
+from pydantic import Field
+
+from tuner.engines import LaunchPlan
+from tuner.trial._evidence import KnobCheck
+from tuner.trial._gate import GateVerdict
+from tuner.trial._stats import Aggregates
+from tuner.trial._workload import RequestRecord
+
+
+SCHEMA_VERSION = 1
+Reason = Literal["launch_error", "startup_timeout", "oom", "crashed", "unsupported_knob",
+                 "effect_mismatch", "bench_error", "worker_lost", "cancelled"]
+REASONS: tuple[str, ...] = Reason.__args__  # type: ignore[attr-defined]
+
+
+class Timings(BaseModel):
+    """Seconds of machine time spent in each phase (wall time x the server's time scale)."""
+
+    startup_s: float | None = None
+    evidence_s: float | None = None
+    warmup_s: float | None = None
+    benchmark_s: float | None = None
+    total_s: float | None = None
+
+
+class TrialResult(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    tuner_version: str
+    status: Literal["ok", "failed"]
+    reason: Reason | None = None
+    message: str | None = None
+    space: str
+    machine: str
+    config: dict[str, Any]
+    config_hash: str
+    plan: LaunchPlan
+    engine: str
+    engine_version: str | None = None
+    simulated: bool = False
+    time_scale: float = 1.0
+    workload: dict[str, Any]
+    timings: Timings = Field(default_factory=Timings)
+    server_info: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    effect: list[KnobCheck] = Field(default_factory=list)
+    requests: list[RequestRecord] = Field(default_factory=list)
+    warmup_requests: int = 0
+    aggregates: Aggregates | None = None
+    gate: GateVerdict | None = None
+    log_path: str | None = None
+    log_tail: str | None = None
+    cleanup: list[str] = Field(default_factory=list)
+    started_at: str
+    finished_at: str | None = None
+    host: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def feasible(self) -> bool:
+        return self.ok and self.gate is not None and self.gate.passed

@@ -1,0 +1,168 @@
+"""One trial, start to finish: launch, prove, measure, gate, stop. Never raises for a failing
+server: every failure becomes a ``TrialResult`` with a reason from the taxonomy."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tuner import __version__
+from tuner.engines import Engine
+from tuner.space import Config
+from tuner.space import SearchSpace
+from tuner.space._schema import Workload
+from tuner.trial._evidence import effect_check
+from tuner.trial._evidence import unsupported
+from tuner.trial._gate import evaluate
+from tuner.trial._result import TrialResult
+from tuner.trial._server import ServerProcess
+from tuner.trial._server import StartupFailure
+from tuner.trial._server import free_port
+from tuner.trial._stats import aggregate
+from tuner.trial._workload import BenchError
+from tuner.trial._workload import prepare
+from tuner.trial._workload import run_requests
+
+
+#: /server_info fields kept in the result (the full dict is large).
+KEPT_FIELDS = (
+    "version", "moe_runner_backend", "speculative_moe_runner_backend", "speculative_algorithm",
+    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+    "enable_fp32_lm_head", "mem_fraction_static", "max_running_requests",
+    "max_total_num_tokens", "context_length", "attention_backend", "quantization",
+    "cuda_graph_config", "page_size", "chunked_prefill_size", "time_scale", "startup_time",
+    "flashinfer_mxfp4_moe_precision",
+)
+
+
+@dataclass
+class TrialOptions:
+    """How to run a trial (everything but the configuration)."""
+
+    workdir: Path
+    workload: Workload
+    gsm8k: str | None = None
+    startup_timeout_s: float = 1800.0
+    bench_timeout_s: float = 4 * 3600.0
+    host: str = "127.0.0.1"
+    port: int | None = None
+    capabilities: Any = None
+    baseline_per_question: dict[str, bool] | None = None
+    reference_accept_length: float | None = None
+    keep_full_server_info: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _metrics(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.match(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfa]+)$", line.strip())
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
+    return out
+
+
+def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOptions
+              ) -> TrialResult:
+    t_start = time.monotonic()
+    port = opts.port or free_port(opts.host)
+    plan = engine.plan(space, config, host=opts.host, port=port)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    log_path = opts.workdir / f"{stamp}-{plan.config_hash}-{port}.log"
+    result = TrialResult(
+        tuner_version=__version__, status="ok", space=space.name,
+        machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
+        plan=plan, engine=engine.name, simulated=engine.name.startswith("sim"),
+        workload=opts.workload.model_dump(), started_at=_now(), host=socket.gethostname(),
+        log_path=str(log_path))
+
+    def fail(reason: str, message: str, tail: str | None = None) -> TrialResult:
+        result.status = "failed"
+        result.reason = reason  # type: ignore[assignment]
+        result.message = message
+        result.log_tail = tail
+        return result
+
+    # Before launch: can the engine apply every requested value at all?
+    if opts.capabilities is not None:
+        bad = unsupported(plan.evidence, opts.capabilities)
+        if bad:
+            result.effect = bad
+            detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
+            return _finish(fail("unsupported_knob", detail), t_start, 1.0)
+    prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k)
+    server = ServerProcess(plan, log_path)
+    scale = 1.0
+    try:
+        server.start()
+        try:
+            startup_wall = server.wait_ready(opts.startup_timeout_s)
+        except StartupFailure as exc:
+            return _finish(fail(exc.reason, exc.message, exc.log_tail), t_start, scale)
+        t0 = time.monotonic()
+        with httpx.Client(base_url=server.base_url, headers=server.headers(),
+                          timeout=60) as client:
+            info = client.get("/server_info").json()
+            scale = float(info.get("time_scale", 1.0) or 1.0)
+            if "--enable-metrics" in plan.argv:
+                result.metrics = _metrics(client.get("/metrics").text)
+        result.time_scale = scale
+        result.engine_version = info.get("version")
+        result.server_info = info if opts.keep_full_server_info else {
+            k: info[k] for k in KEPT_FIELDS if k in info}
+        result.timings.startup_s = startup_wall * scale
+        result.effect = effect_check(plan.evidence, info, log_path.read_text(errors="replace"))
+        result.timings.evidence_s = (time.monotonic() - t0) * scale
+        mismatched = [c for c in result.effect if c.verdict == "mismatched"]
+        if mismatched:
+            detail = "; ".join(f"{c.knob}={c.value}: {', '.join(c.problems)}"
+                               for c in mismatched)
+            return _finish(fail("effect_mismatch", detail, server.log_tail()), t_start, scale)
+        try:
+            t1 = time.monotonic()
+            run_requests(server.base_url, server.headers(), prepared.warmup, scale=scale,
+                         concurrency=opts.workload.concurrency, timeout_s=opts.bench_timeout_s)
+            result.warmup_requests = len(prepared.warmup)
+            t2 = time.monotonic()
+            result.timings.warmup_s = (t2 - t1) * scale
+            result.requests = run_requests(
+                server.base_url, server.headers(), prepared.measured, scale=scale,
+                concurrency=opts.workload.concurrency, timeout_s=opts.bench_timeout_s)
+            result.timings.benchmark_s = (time.monotonic() - t2) * scale
+        except BenchError as exc:
+            time.sleep(0.2)
+            if not server.alive():
+                return _finish(fail("crashed", f"the server died during the benchmark: {exc}",
+                                    server.log_tail()), t_start, scale)
+            return _finish(fail("bench_error", str(exc), server.log_tail()), t_start, scale)
+        result.aggregates = aggregate(result.requests)
+        result.gate = evaluate(
+            result.aggregates, speculative=info.get("speculative_algorithm") is not None
+            or "--speculative-algorithm" in plan.argv,
+            cfg=space.spec.gate, baseline_per_question=opts.baseline_per_question,
+            reference_accept_length=opts.reference_accept_length)
+        return _finish(result, t_start, scale)
+    finally:
+        server.stop()
+        result.cleanup = server.leftovers()
+
+
+def _finish(result: TrialResult, t_start: float, scale: float) -> TrialResult:
+    result.timings.total_s = (time.monotonic() - t_start) * scale
+    result.finished_at = _now()
+    return result

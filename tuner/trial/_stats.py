@@ -1,0 +1,112 @@
+"""Aggregates of a trial, per the definitions in design.md.
+
+* TPOT of a request = (end-to-end - TTFT) / (completion tokens - 1), client-measured.
+* The objective is the token-weighted mean: sum of decode time / sum of decode tokens, with a
+  95% interval from the ratio estimator's variance (delta method, Student t).
+* Accept length = sum of completion tokens / sum of verify rounds over measured requests
+  (never the server's cumulative average, which includes warm-up).
+* Accuracy with a Wilson 95% interval; the per-question correctness vector is kept.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from pydantic import BaseModel
+from scipy import stats
+
+from tuner.trial._workload import RequestRecord
+
+
+class Interval(BaseModel):
+    low: float
+    high: float
+
+
+class Aggregates(BaseModel):
+    requests: int
+    tpot_ms: float | None = None
+    tpot_ci95: Interval | None = None
+    tpot_median_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    decode_tok_s: float | None = None
+    ttft_mean_s: float | None = None
+    ttft_median_s: float | None = None
+    e2e_mean_s: float | None = None
+    e2e_p50_s: float | None = None
+    e2e_p95_s: float | None = None
+    output_tokens_mean: float | None = None
+    accept_length: float | None = None
+    accuracy: float | None = None
+    accuracy_ci95: Interval | None = None
+    correct: int | None = None
+    scored: int | None = None
+    per_question: dict[str, bool] | None = None
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0]
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval | None] | None:
+    """Sum of decode time / sum of decode tokens (ms), with its 95% interval."""
+    pairs = [((r.e2e_s - r.ttft_s) * 1000, r.completion_tokens - 1) for r in records
+             if r.completion_tokens > 1]
+    if not pairs:
+        return None
+    x = [p[0] for p in pairs]
+    y = [p[1] for p in pairs]
+    ratio = sum(x) / sum(y)
+    n = len(pairs)
+    if n < 2:
+        return ratio, None
+    ybar = sum(y) / n
+    resid = sum((xi - ratio * yi) ** 2 for xi, yi in zip(x, y, strict=True))
+    se = math.sqrt(resid / (n * (n - 1))) / ybar
+    t = float(stats.t.ppf(0.975, n - 1))
+    return ratio, Interval(low=ratio - t * se, high=ratio + t * se)
+
+
+def wilson(correct: int, n: int) -> Interval:
+    ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return Interval(low=float(ci.low), high=float(ci.high))
+
+
+def aggregate(records: list[RequestRecord]) -> Aggregates:
+    agg = Aggregates(requests=len(records))
+    if not records:
+        return agg
+    tw = token_weighted_tpot(records)
+    if tw is not None:
+        agg.tpot_ms, agg.tpot_ci95 = tw
+        agg.decode_tok_s = 1000.0 / agg.tpot_ms if agg.tpot_ms > 0 else None
+        per = [r.tpot_ms for r in records if r.tpot_ms is not None]
+        agg.tpot_median_ms = statistics.median(per)
+        agg.tpot_p95_ms = percentile(per, 95)
+    agg.ttft_mean_s = statistics.fmean(r.ttft_s for r in records)
+    agg.ttft_median_s = statistics.median(r.ttft_s for r in records)
+    e2e = [r.e2e_s for r in records]
+    agg.e2e_mean_s = statistics.fmean(e2e)
+    agg.e2e_p50_s = percentile(e2e, 50)
+    agg.e2e_p95_s = percentile(e2e, 95)
+    agg.output_tokens_mean = statistics.fmean(r.completion_tokens for r in records)
+    spec = [r for r in records if r.spec_verify_ct]
+    if spec:
+        agg.accept_length = sum(r.completion_tokens for r in spec) / sum(
+            r.spec_verify_ct or 0 for r in spec)
+    scored = [r for r in records if r.correct is not None]
+    if scored:
+        k = sum(1 for r in scored if r.correct)
+        agg.correct, agg.scored = k, len(scored)
+        agg.accuracy = k / len(scored)
+        agg.accuracy_ci95 = wilson(k, len(scored))
+        agg.per_question = {r.prompt_id: bool(r.correct) for r in scored}
+    return agg

@@ -1,0 +1,144 @@
+"""Running a workload against a server through SGLang's native streaming ``/generate``.
+
+Every request is timed by the client from the stream: TTFT is the arrival of the first
+chunk, end-to-end the arrival of the last, and the per-request ``meta_info`` gives the
+completion tokens and verify rounds. Wall times are multiplied by the server's
+``time_scale`` (1 for a real server) so every figure is machine time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from tuner.space._schema import Workload
+from tuner.workloads import gsm8k
+
+
+class RequestRecord(BaseModel):
+    """One measured request. Times are machine time."""
+
+    prompt_id: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None = None
+    ttft_s: float
+    e2e_s: float
+    tpot_ms: float | None = None
+    spec_verify_ct: int | None = None
+    accept_length: float | None = None
+    finish_reason: str | None = None
+    correct: bool | None = None
+    answer: str | None = None
+
+
+class BenchError(Exception):
+    """A request failed (connection lost, HTTP error, malformed stream)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The requests of a workload: (id, /generate body, problem for scoring or None)."""
+
+    warmup: list[tuple[str, dict[str, Any], gsm8k.Problem | None]]
+    measured: list[tuple[str, dict[str, Any], gsm8k.Problem | None]]
+
+
+def prepare(w: Workload, *, gsm8k_source: str | None) -> Prepared:
+    """Build the warm-up and measured requests of workload ``w``."""
+    if w.kind == "gsm8k":
+        if gsm8k_source is None:
+            from tuner.errors import UserError
+
+            raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder "
+                            "with test.jsonl and train.jsonl) or --gsm8k online")
+        test = gsm8k.load_split(gsm8k_source, "test")
+        train = gsm8k.load_split(gsm8k_source, "train")
+        prefix = gsm8k.few_shot_prefix(train, w.num_shots, w.seed)
+        sp = {"max_new_tokens": w.max_tokens, "temperature": w.temperature, "top_p": w.top_p,
+              "top_k": w.top_k, "stop": ["Question:"]}
+        scored = gsm8k.subset(test, w.questions, w.seed)
+        shot_questions = {q.question for q in train if q.question in prefix}
+        warm_pool = [p for p in train if p.question not in shot_questions]
+        rng = random.Random(f"warmup-{w.seed}")
+        warm = rng.sample(warm_pool, min(w.warmup_requests, len(warm_pool)))
+        return Prepared(
+            warmup=[(f"warmup-{p.index}", {"text": gsm8k.prompt(prefix, p),
+                                           "sampling_params": sp}, None) for p in warm],
+            measured=[(p.id, {"text": gsm8k.prompt(prefix, p), "sampling_params": sp}, p)
+                      for p in scored])
+    rng = random.Random(f"synthetic-{w.seed}")
+    sp = {"max_new_tokens": w.output_len, "temperature": 0.0, "ignore_eos": True}
+
+    def body() -> dict[str, Any]:
+        return {"input_ids": [rng.randrange(1000, 100000) for _ in range(w.input_len)],
+                "sampling_params": sp}
+
+    return Prepared(warmup=[(f"warmup-{i}", body(), None) for i in range(w.warmup_requests)],
+                    measured=[(f"synthetic-{i}", body(), None) for i in range(w.questions)])
+
+
+def _one(client: httpx.Client, rid: str, body: dict[str, Any], problem: gsm8k.Problem | None,
+         scale: float) -> RequestRecord:
+    t0 = time.perf_counter()
+    first: float | None = None
+    last: dict[str, Any] | None = None
+    try:
+        with client.stream("POST", "/generate", json={**body, "stream": True}) as resp:
+            if resp.status_code != 200:
+                resp.read()
+                raise BenchError(f"{rid}: HTTP {resp.status_code}: {resp.text[:200]}")
+            for line in resp.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                if first is None:
+                    first = time.perf_counter()
+                last = json.loads(data)
+    except httpx.HTTPError as exc:
+        raise BenchError(f"{rid}: {exc.__class__.__name__}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"{rid}: malformed stream chunk ({exc})") from None
+    end = time.perf_counter()
+    if last is None or first is None:
+        raise BenchError(f"{rid}: the stream ended without output")
+    meta = last.get("meta_info") or {}
+    n = int(meta.get("completion_tokens", 0))
+    ttft, e2e = (first - t0) * scale, (end - t0) * scale
+    verify = meta.get("spec_verify_ct")
+    text = last.get("text", "")
+    answer = gsm8k.extract_final_number(text) if problem is not None else None
+    reason = meta.get("finish_reason")
+    return RequestRecord(
+        prompt_id=rid, prompt_tokens=int(meta.get("prompt_tokens", 0)), completion_tokens=n,
+        cached_tokens=meta.get("cached_tokens"), ttft_s=ttft, e2e_s=e2e,
+        tpot_ms=(e2e - ttft) / (n - 1) * 1000 if n > 1 else None,
+        spec_verify_ct=int(verify) if verify else None,
+        accept_length=n / verify if verify else None,
+        finish_reason=reason.get("type") if isinstance(reason, dict) else reason,
+        correct=(answer is not None and answer == problem.answer) if problem else None,
+        answer=answer)
+
+
+def run_requests(base_url: str, headers: dict[str, str],
+                 items: list[tuple[str, dict[str, Any], gsm8k.Problem | None]], *,
+                 scale: float, concurrency: int = 1, timeout_s: float = 3600.0
+                 ) -> list[RequestRecord]:
+    """Send ``items`` (``concurrency`` at a time) and return their records in order."""
+    limits = httpx.Limits(max_connections=max(1, concurrency) + 1)
+    with httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s,
+                      limits=limits) as client:
+        if concurrency <= 1:
+            return [_one(client, rid, body, p, scale) for rid, body, p in items]
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            futures = [pool.submit(_one, client, rid, body, p, scale) for rid, body, p in items]
+            return [f.result() for f in futures]
