@@ -147,12 +147,15 @@ class PerfModel:
         """P(draft at depth i accepted | depths < i accepted), i = 1..steps."""
         s = self.s
         if not self.s.draft_lm_head_ok:
-            return [0.0] * s.steps
+            return [0.0] * max(0, min(s.steps, s.draft_tokens - 1))
         decay = self.acceptance_class(kind).decay
-        width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / s.steps))
+        # The verify window holds draft_tokens nodes (root included): no path through it is
+        # deeper than draft_tokens - 1, and what is left over widens the tree.
+        depth = max(0, min(s.steps, s.draft_tokens - 1))
+        width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
         w = width ** self.model.acceptance.topk_width_exponent
         out = []
-        for i in range(s.steps):
+        for i in range(depth):
             p = min(max(first * decay ** i, 0.0), 1.0)
             out.append(1.0 - (1.0 - p) ** w)
         return out

@@ -15,6 +15,7 @@ from tuner.cli import doctor
 from tuner.cli import plan
 from tuner.cli import sim
 from tuner.cli import space
+from tuner.cli import sweep
 from tuner.cli import trial
 from tuner.errors import UserError
 
@@ -33,6 +34,7 @@ app.add_typer(sim.app, name="sim")
 app.command("plan")(plan.plan)
 app.command("doctor")(doctor.doctor)
 app.command("trial")(trial.trial)
+app.command("sweep")(sweep.sweep)
 
 
 def _version(value: bool) -> None:

@@ -89,6 +89,7 @@ def _one(client: httpx.Client, rid: str, body: dict[str, Any], problem: gsm8k.Pr
          scale: float) -> RequestRecord:
     t0 = time.perf_counter()
     first: float | None = None
+    end = t0
     last: dict[str, Any] | None = None
     try:
         with client.stream("POST", "/generate", json={**body, "stream": True}) as resp:
@@ -101,14 +102,14 @@ def _one(client: httpx.Client, rid: str, body: dict[str, Any], problem: gsm8k.Pr
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
+                end = time.perf_counter()      # arrival of the latest chunk
                 if first is None:
-                    first = time.perf_counter()
+                    first = end
                 last = json.loads(data)
     except httpx.HTTPError as exc:
         raise BenchError(f"{rid}: {exc.__class__.__name__}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise BenchError(f"{rid}: malformed stream chunk ({exc})") from None
-    end = time.perf_counter()
     if last is None or first is None:
         raise BenchError(f"{rid}: the stream ended without output")
     meta = last.get("meta_info") or {}

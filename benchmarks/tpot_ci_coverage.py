@@ -1,0 +1,71 @@
+"""Does the trial's 95% TPOT interval cover the model's value? Seeded repeats, one run.
+
+    .venv/bin/python benchmarks/tpot_ci_coverage.py [--repeats 100] [--scale 50] [--noise 0.05]
+
+Each repeat is a full trial (a fresh simulator process with its own seed, a synthetic
+batch-1 workload of fixed lengths, the baseline configuration); the model's TPOT for that
+workload is known exactly. Prints the coverage count and the median relative error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.engines import make_engine  # noqa: E402
+from tuner.space import load_space  # noqa: E402
+from tuner.trial import TrialOptions  # noqa: E402
+from tuner.trial import run_trial  # noqa: E402
+from tuner_sim.perf import PerfModel  # noqa: E402
+from tuner_sim.perf import Settings  # noqa: E402
+from tuner_sim.profiles import load_machine  # noqa: E402
+from tuner_sim.profiles import load_model_for_path  # noqa: E402
+
+
+SPARK = Path(__file__).resolve().parent.parent / "search_spaces" / "ling-3.0-flash-dgx-spark.yaml"
+
+
+def coverage(repeats: int, scale: float, noise: float, requests: int = 6,
+             input_len: int = 2048, output_len: int = 256) -> tuple[int, list[float]]:
+    space = load_space(SPARK)
+    pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("ling-3.0-flash-fp4"),
+                   Settings())
+    expected = pm.forward_ms(1, input_len + output_len / 2, 0.947)
+    wl = space.spec.workload.model_copy(update={
+        "kind": "synthetic", "questions": requests, "warmup_requests": 1,
+        "input_len": input_len, "output_len": output_len})
+    covered, errors = 0, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(repeats):
+            engine = make_engine("sim", sim_env={
+                "TUNER_SIM_TIME_SCALE": str(scale), "TUNER_SIM_NOISE": str(noise),
+                "TUNER_SIM_SEED": str(seed)})
+            r = run_trial(space, engine, engine.resolve(space, {}),
+                          TrialOptions(workdir=Path(tmp), workload=wl, startup_timeout_s=60))
+            a = r.aggregates
+            assert r.ok and a is not None and a.tpot_ci95 is not None and a.tpot_ms, r.message
+            covered += a.tpot_ci95.low <= expected <= a.tpot_ci95.high
+            errors.append(a.tpot_ms / expected - 1)
+    return covered, errors
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=100)
+    ap.add_argument("--scale", type=float, default=50.0)
+    ap.add_argument("--noise", type=float, default=0.05)
+    args = ap.parse_args()
+    covered, errors = coverage(args.repeats, args.scale, args.noise)
+    print(f"repeats {args.repeats}, time scale {args.scale:g}, noise sigma {args.noise:g}")
+    print(f"95% interval covered the model's TPOT in {covered} of {args.repeats} repeats")
+    print(f"relative error: median {statistics.median(errors):+.3%}, "
+          f"max |error| {max(abs(e) for e in errors):.3%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Trials against real simulator processes: truthful figures, the trap, and every failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import GSM8K_DIR
+from tests.conftest import SPARK
+from tests.conftest import tuner_argv
+from tests.simulator import sim_env
+from tuner.engines import make_engine
+from tuner.engines._capabilities import probe
+from tuner.space import load_space
+from tuner.trial import TrialOptions
+from tuner.trial import TrialResult
+from tuner.trial import run_trial
+from tuner.trial._server import port_is_free
+from tuner_sim.perf import PerfModel
+from tuner_sim.perf import Settings
+from tuner_sim.profiles import load_machine
+from tuner_sim.profiles import load_model_for_path
+
+
+pytestmark = pytest.mark.slow
+SPACE = load_space(SPARK)
+OPTIMISED = {"moe_backend": "humming", "lm_head": "fp8", "speculative": "NEXTN"}
+
+
+def trial(tmp_path: Path, settings: dict[str, Any] | None = None, *, variant: str = "fork",
+          scale: float = 100.0, workload: dict[str, Any] | None = None, caps: bool = False,
+          startup_timeout: float = 30.0, faults: list[dict[str, Any]] | None = None,
+          **opts: Any) -> TrialResult:
+    env = sim_env(tmp_path, scale)
+    if faults is not None:
+        env["TUNER_SIM_FAULTS"] = json.dumps(faults)
+    engine = make_engine(f"sim:{variant}", sim_env=env)
+    wl = SPACE.spec.workload.model_copy(update={"questions": 12, **(workload or {})})
+    options = TrialOptions(
+        workdir=tmp_path / "logs", workload=wl, gsm8k=str(GSM8K_DIR),
+        startup_timeout_s=startup_timeout,
+        capabilities=probe(engine.entry_command(SPACE)) if caps else None,  # type: ignore[attr-defined]
+        **opts)
+    return run_trial(SPACE, engine, engine.resolve(SPACE, settings or {}), options)
+
+
+def assert_clean(r: TrialResult) -> None:
+    assert r.cleanup == []
+    assert port_is_free("127.0.0.1", r.plan.port)
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if f"--port {r.plan.port}" in " ".join(p.info["cmdline"] or [])]
+
+
+def model_tpot(settings: Settings, context: float, accept: float = 1.0) -> float:
+    pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("x/ling-3.0-flash-fp4"),
+                   settings)
+    step = pm.round_ms(context, 0.947) if settings.speculative else pm.forward_ms(
+        1, context, 0.947)
+    return step / accept
+
+
+SYNTH = {"kind": "synthetic", "input_len": 2048, "output_len": 256, "questions": 6,
+         "warmup_requests": 1}
+
+
+def test_noise_off_tpot_within_1_percent_of_the_model(tmp_path: Path) -> None:
+    r = trial(tmp_path, {}, workload=SYNTH)
+    assert r.ok, r.message
+    expected = model_tpot(Settings(), 2048 + 256 / 2)
+    assert r.aggregates is not None and r.aggregates.tpot_ms is not None
+    assert abs(r.aggregates.tpot_ms / expected - 1) < 0.01, (r.aggregates.tpot_ms, expected)
+    assert r.simulated and r.time_scale == 100.0
+    assert_clean(r)
+
+
+def test_noise_off_speculative_tpot_within_1_percent_of_the_model(tmp_path: Path) -> None:
+    r = trial(tmp_path, OPTIMISED, workload=SYNTH)
+    a = r.aggregates
+    assert r.ok and a is not None and a.accept_length is not None and a.tpot_ms is not None
+    settings = Settings(moe_backend="humming", lm_head="fp8", speculative=True)
+    # decode tokens per request exclude the prefill token: rounds = (n-1) / per-round tokens
+    per_round = sum(x.completion_tokens - 1 for x in r.requests) / sum(
+        x.spec_verify_ct or 0 for x in r.requests)
+    expected = model_tpot(settings, 2048 + 256 / 2, per_round)
+    assert abs(a.tpot_ms / expected - 1) < 0.01, (a.tpot_ms, expected)
+
+
+def test_baseline_vs_optimised_reproduces_the_published_gsm8k_ratio(tmp_path: Path) -> None:
+    wl = {"questions": 40}
+    base = trial(tmp_path / "b", {}, workload=wl)
+    opt = trial(tmp_path / "o", OPTIMISED, workload=wl)
+    assert base.ok and opt.ok
+    ratio = opt.aggregates.tpot_ms / base.aggregates.tpot_ms  # type: ignore[union-attr,operator]
+    assert abs(ratio / (18.56 / 26.45) - 1) < 0.05, ratio
+    assert {c.verdict for c in opt.effect} <= {"confirmed", "unobservable"}
+    assert opt.gate is not None and opt.gate.passed
+
+
+def test_the_published_trap_is_gated_as_collapse(tmp_path: Path) -> None:
+    r = trial(tmp_path, OPTIMISED, variant="fork-unshared")
+    assert r.ok and r.gate is not None and not r.gate.passed
+    assert [x.rule for x in r.gate.fired()] == ["collapse"]
+    assert r.aggregates is not None and round(r.aggregates.accept_length or 0, 2) == 1.00
+    lm = next(c for c in r.effect if c.knob == "lm_head")
+    assert lm.verdict == "confirmed" and "weak" in (lm.note or "")   # the log line lies
+
+
+def test_the_shared_module_passes_the_gate(tmp_path: Path) -> None:
+    r = trial(tmp_path, OPTIMISED, variant="fork")
+    assert r.feasible and (r.aggregates.accept_length or 0) > 2.0  # type: ignore[union-attr]
+
+
+def test_stock_with_fp8_lm_head_is_unsupported_before_launch(tmp_path: Path) -> None:
+    r = trial(tmp_path, {"lm_head": "fp8"}, variant="stock", caps=True)
+    assert r.status == "failed" and r.reason == "unsupported_knob"
+    assert r.effect[0].knob == "lm_head" and r.effect[0].verdict == "unsupported"
+    assert not Path(r.log_path or "").exists()                     # nothing was launched
+
+
+def test_stock_with_fp8_lm_head_is_never_silently_confirmed(tmp_path: Path) -> None:
+    r = trial(tmp_path, {"lm_head": "fp8"}, variant="stock", caps=False)
+    assert r.reason == "effect_mismatch"
+    lm = next(c for c in r.effect if c.knob == "lm_head")
+    assert lm.verdict == "mismatched" and "Online FP8" in lm.problems[0]
+    assert_clean(r)
+
+
+@pytest.mark.parametrize(("fault", "reason", "text"), [
+    ({"kind": "oom_at_start"}, "oom", "CUDA out of memory"),
+    ({"kind": "crash_at_start"}, "launch_error", "simulated crash"),
+    ({"kind": "hang"}, "startup_timeout", "not ready after"),
+    ({"kind": "crash_after", "after": 3}, "crashed", "died during the benchmark"),
+    ({"kind": "ignore_flag", "arg": "--moe-runner-backend"}, "effect_mismatch",
+     "moe_runner_backend='flashinfer_mxfp4', expected 'humming'"),
+])
+def test_faults_end_with_the_right_reason_and_nothing_left(tmp_path: Path, fault: dict,
+                                                           reason: str, text: str) -> None:
+    r = trial(tmp_path, {"moe_backend": "humming"}, faults=[fault], startup_timeout=5.0)
+    assert r.status == "failed" and r.reason == reason, (r.reason, r.message)
+    assert text in (r.message or "") + (r.log_tail or "")
+    assert r.log_tail
+    assert_clean(r)
+
+
+def test_conditional_fault_only_hits_matching_configs(tmp_path: Path) -> None:
+    faults = [{"kind": "crash_at_start", "when": {"moe_runner_backend": "marlin"}}]
+    assert trial(tmp_path / "a", {"moe_backend": "marlin"}, faults=faults).reason == (
+        "launch_error")
+    assert trial(tmp_path / "b", {"moe_backend": "humming"}, faults=faults).ok
+
+
+def test_accuracy_gate_against_a_baseline(tmp_path: Path) -> None:
+    # Accuracy does not depend on timing: run fast.
+    base = trial(tmp_path / "b", {}, workload={"questions": 30}, scale=1000.0)
+    lossy = trial(tmp_path / "w", {"moe_backend": "humming", "humming_activation": "fp8"},
+                  workload={"questions": 30}, scale=1000.0,
+                  baseline_per_question=base.aggregates.per_question)  # type: ignore[union-attr]
+    rule = next(x for x in lossy.gate.rules if x.rule == "accuracy_drop")  # type: ignore[union-attr]
+    assert "McNemar" in rule.detail and not rule.fired   # a 0.45 pp loss is within noise
+
+
+def test_cli_trial_json_and_exit_codes(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = subprocess.run(tuner_argv(
+        "trial", str(SPARK), "--engine", "sim:fork-unshared", "--gsm8k", str(GSM8K_DIR),
+        "--questions", "6", "--set", "moe_backend=humming", "--set", "lm_head=fp8",
+        "--set", "speculative=NEXTN", "--out", str(out), "--workdir", str(tmp_path),
+        "--json"), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1, proc.stderr                       # gated: collapse
+    r = TrialResult.model_validate_json(proc.stdout)
+    assert r.gate is not None and not r.gate.passed
+    assert TrialResult.model_validate_json(out.read_text()) == r
+    assert r.schema_version == 1 and len(r.requests) == 6

@@ -1,0 +1,113 @@
+"""``tuner sweep``: the overnight search. A persistent Optuna study, trials on Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def sweep(
+    space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
+    engine: str = typer.Option("auto", help="auto, sglang, or sim[:fork|stock|fork-unshared]"),
+    engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
+    storage: str = typer.Option(None, help="Optuna storage URL (sqlite:///..., "
+                                "postgresql://...) or a journal file path; default "
+                                "trials/<study>.db"),
+    study: str = typer.Option(None, help="study name (default: the space's name)"),
+    artifacts: str = typer.Option(None, help="artifact folder (default: next to the study)"),
+    trials: int = typer.Option(None, min=1, help="stop after this many trials in the study "
+                               "(the baseline included; a resumed sweep counts earlier ones)"),
+    hours: float = typer.Option(None, min=0.0, help="stop starting trials after this long"),
+    sampler: str = typer.Option("tpe", help="tpe, nsga2, gp (needs torch), random, grid"),
+    seed: int = typer.Option(None, help="sampler seed"),
+    ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
+                                    "or host:port joins a cluster"),
+    parallel: int = typer.Option(None, min=1, help="trials at once (default: free GPUs, or "
+                                 "half the CPUs for the simulator)"),
+    gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K "
+                              "test.jsonl and train.jsonl, or 'online'"),
+    questions: int = typer.Option(None, min=1, help="GSM8K subset size per trial"),
+    max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
+    time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
+    noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
+    sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
+    trial_timeout: float = typer.Option(None, help="wall seconds before a trial is cancelled "
+                                        "(default 6 h; scaled down for the simulator)"),
+    break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
+                                    "another host"),
+    probe: bool = typer.Option(True, help="check the engine's flags and env vars first"),
+    workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
+) -> None:
+    """Search the space: trial 0 is the baseline, then the sampler proposes; every trial is
+    launched, proven, measured and gated; the study survives crashes and resumes.
+
+    Exit code 0 when the budget is spent (or Ctrl-C, 130), 1 when the baseline failed, 2 for
+    a usage error.
+    """
+    import sys
+
+    from tuner.cli._common import console
+    from tuner.cli._common import load_checked_space
+    from tuner.cli._engine_options import choose_engine
+    from tuner.cli._sweep_display import Display
+    from tuner.cli._sweep_display import print_front
+    from tuner.errors import UserError
+    from tuner.study._storage import locate
+    from tuner.sweep._driver import Driver
+    from tuner.sweep._driver import SweepSettings
+    from tuner.trial import TrialOptions
+
+    choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
+                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k)
+    space = load_checked_space(space_file, choice.engine)
+    if trials is None and hours is None:
+        trials = 30
+    name = study or space.name
+    location = locate(storage, name, artifacts)
+    updates = {k: v for k, v in {"questions": questions, "max_tokens": max_tokens}.items()
+               if v is not None}
+    wl = space.spec.workload.model_copy(update=updates)
+    if wl.kind == "gsm8k" and gsm8k is None:
+        raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
+                        "test.jsonl and train.jsonl) or --gsm8k online")
+    caps = None
+    if probe:
+        from tuner.engines._capabilities import probe as run_probe
+
+        caps = run_probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
+        if not caps.found:
+            raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
+    startup = 1800.0 / choice.time_scale + 30.0
+    opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
+                        startup_timeout_s=startup, capabilities=caps)
+    deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
+    settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
+                             sampler=sampler, seed=seed, break_lock=break_lock,
+                             deadline_s=deadline)
+
+    def runner():  # noqa: ANN202 - built lazily: Ray starts only once the lock is held
+        from tuner.sweep._ray import RayRunner
+
+        return RayRunner(address=ray_address, gpu=not choice.simulated, slots=parallel)
+
+    out = console()
+    if choice.note:
+        out.print(f"[yellow]{choice.note}[/]")
+    label = (f"simulated {space.spec.machine.id} (time scale x{choice.time_scale:g})"
+             if choice.simulated else space.spec.machine.id)
+    out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study "
+              f"{location.storage_url}")
+    display = Display(out, interactive=sys.stdout.isatty(), simulated=choice.simulated)
+    driver = Driver(space, choice.engine, opts, settings, runner, on_progress=display.update)
+    try:
+        with display:
+            study_obj = driver.run()
+    except KeyboardInterrupt:
+        out.print("[yellow]interrupted[/]: in-flight trials were cancelled and recorded; run "
+                  "the same command to resume")
+        raise typer.Exit(130) from None
+    print_front(out, study_obj, simulated=choice.simulated)
+    art = location.artifacts
+    out.print(f"\nstudy    {location.storage_url}\nartifacts {art}")
+    out.print(f"inspect  optuna-dashboard {location.storage_url} --artifact-dir {art}")

@@ -1,0 +1,1 @@
+"""The persistent Optuna study: storage, the driver lock, and how trials are recorded."""

@@ -1,0 +1,43 @@
+"""Search space -> Optuna: define-by-run suggestions that follow the knobs' conditions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.space import SearchSpace
+
+
+def distribution(space: SearchSpace, name: str) -> Any:
+    from optuna.distributions import CategoricalDistribution
+    from optuna.distributions import FloatDistribution
+    from optuna.distributions import IntDistribution
+
+    k = space.knob(name)
+    if k.type in ("categorical", "bool"):
+        return CategoricalDistribution(space.domain(name) or [])
+    assert k.low is not None and k.high is not None
+    if k.type == "int":
+        return IntDistribution(int(k.low), int(k.high), step=int(k.step or 1))
+    return FloatDistribution(k.low, k.high, step=k.step)
+
+
+def suggest(space: SearchSpace, trial: Any) -> dict[str, Any]:
+    """Sample every active knob in condition order; inactive knobs are never suggested."""
+    values: dict[str, Any] = {}
+    for name in space.order:
+        if not space.is_active(name, values):
+            continue
+        dist = distribution(space, name)
+        k = space.knob(name)
+        if k.type in ("categorical", "bool"):
+            values[name] = trial.suggest_categorical(name, dist.choices)
+        elif k.type == "int":
+            values[name] = trial.suggest_int(name, dist.low, dist.high, step=dist.step)
+        else:
+            values[name] = trial.suggest_float(name, dist.low, dist.high, step=dist.step)
+        values[name] = space.coerce(name, values[name])
+    return values
+
+
+def distributions_of(space: SearchSpace, values: dict[str, Any]) -> dict[str, Any]:
+    return {n: distribution(space, n) for n in values}

@@ -1,0 +1,137 @@
+"""How a TrialResult is written into the Optuna study (the driver is the only writer).
+
+* A measured trial is COMPLETE with values ``[tpot_ms, accuracy]`` (``[tpot_ms]`` for a
+  synthetic workload) and **every** constraint set (``accept_length_floor``,
+  ``accuracy_drop``, ``failed``), so a gated trial is infeasible everywhere: in
+  ``study.best_trials``, in reports, in the dashboard.
+* A failed trial (crash, OOM, timeout, unsupported knob, effect mismatch...) is FAIL with
+  its reason. Optuna's samplers ignore FAIL trials, so the failing region would be proposed
+  again and again; each FAIL therefore gets a **failure twin**: a COMPLETE trial with the
+  same parameters, pessimistic values and the constraint ``failed = 1``. TPE, NSGA-II and GP
+  put infeasible trials in the "bad" group, so they steer away; reports and the Pareto
+  front skip twins (user attr ``tuner:role = failure_twin``).
+* The server log, the per-request records and the TrialResult JSON are artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tuner.trial import TrialResult
+
+
+ROLE = "tuner:role"
+CONSTRAINT_KEYS = ("accept_length_floor", "accuracy_drop", "failed")
+
+
+def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str, Any]:
+    """Key figures for the dashboard's trial table and for reports."""
+    a = result.aggregates
+    attrs: dict[str, Any] = {
+        "config_hash": result.config_hash, "config": result.config, "status": result.status,
+        "engine": result.engine, "engine_version": result.engine_version,
+        "simulated": result.simulated, "time_scale": result.time_scale,
+        "effect": {c.knob: c.verdict for c in result.effect},
+        "startup_s": result.timings.startup_s, "total_s": result.timings.total_s,
+    }
+    if result.reason:
+        attrs["reason"] = result.reason
+        attrs["message"] = (result.message or "")[:500]
+    if a is not None:
+        attrs.update({
+            "tpot_ms": a.tpot_ms,
+            "tpot_ci95": [a.tpot_ci95.low, a.tpot_ci95.high] if a.tpot_ci95 else None,
+            "tpot_median_ms": a.tpot_median_ms, "tpot_p95_ms": a.tpot_p95_ms,
+            "decode_tok_s": a.decode_tok_s, "ttft_s": a.ttft_mean_s, "e2e_mean_s": a.e2e_mean_s,
+            "accept_length": a.accept_length, "accuracy": a.accuracy,
+            "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
+            if a.accuracy_ci95 else None,
+            "correct": a.correct, "scored": a.scored, "per_question": a.per_question,
+        })
+        if baseline_tpot and a.tpot_ms:
+            attrs["speedup"] = baseline_tpot / a.tpot_ms
+    if result.gate is not None:
+        attrs["gate"] = [r.rule for r in result.gate.fired()]
+        attrs["gate_detail"] = "; ".join(r.detail for r in result.gate.rules)[:1000]
+        attrs["feasible"] = result.gate.passed
+    return attrs
+
+
+def upload_artifacts(study: Any, trial: Any, store: Any, result: TrialResult) -> list[str]:
+    from optuna.artifacts import upload_artifact
+
+    ids = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files: list[tuple[Path, str]] = []
+        res = Path(tmp) / f"trial-{trial.number}-result.json"
+        res.write_text(result.model_dump_json(indent=2))
+        files.append((res, "application/json"))
+        req = Path(tmp) / f"trial-{trial.number}-requests.jsonl"
+        req.write_text("".join(r.model_dump_json() + "\n" for r in result.requests))
+        files.append((req, "application/x-ndjson"))
+        if result.log_path and Path(result.log_path).is_file():
+            log = Path(tmp) / f"trial-{trial.number}-server.log"
+            log.write_bytes(Path(result.log_path).read_bytes())
+            files.append((log, "text/plain"))
+        for path, mime in files:
+            ids.append(upload_artifact(artifact_store=store, file_path=str(path),
+                                       study_or_trial=trial, mimetype=mime))
+    return ids
+
+
+def _finite(values: list[float | None]) -> bool:
+    return all(v is not None and math.isfinite(v) for v in values)
+
+
+def objective_values(result: TrialResult, with_accuracy: bool) -> list[float] | None:
+    a = result.aggregates
+    if a is None or a.tpot_ms is None:
+        return None
+    values = [a.tpot_ms, a.accuracy] if with_accuracy else [a.tpot_ms]
+    return values if _finite(values) else None  # type: ignore[return-value]
+
+
+def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: bool,
+                baseline_tpot: float | None, role: str, store: Any | None,
+                extra_attrs: dict[str, Any] | None = None) -> str:
+    """Record ``result`` on the running ``trial``; return the state told."""
+    from optuna.trial import TrialState
+
+    trial.set_user_attr(ROLE, role)
+    for k, v in {**summary_attrs(result, baseline_tpot), **(extra_attrs or {})}.items():
+        trial.set_user_attr(k, v)
+    if store is not None:
+        upload_artifacts(study, trial, store, result)
+    values = objective_values(result, with_accuracy) if result.ok else None
+    if result.ok and values is None:
+        trial.set_user_attr("reason", "bench_error")
+        trial.set_user_attr("message", "no finite TPOT/accuracy could be measured")
+    if values is None:
+        study.tell(trial, state=TrialState.FAIL)
+        return "FAIL"
+    constraints = dict(result.gate.constraints if result.gate else {})
+    for key in CONSTRAINT_KEYS:
+        trial.set_constraint(key, float(constraints.get(key, 0.0 if key == "failed" else -1.0)))
+    study.tell(trial, values)
+    return "COMPLETE"
+
+
+def add_failure_twin(study: Any, failed: Any, *, with_accuracy: bool, pessimistic_tpot: float,
+                     reason: str | None) -> None:
+    """A COMPLETE, infeasible copy of a FAIL trial, so samplers learn to avoid its region."""
+    import optuna
+
+    values = [pessimistic_tpot, 0.0] if with_accuracy else [pessimistic_tpot]
+    twin = optuna.trial.create_trial(
+        params=failed.params, distributions=failed.distributions, values=values,
+        constraints={"accept_length_floor": 0.0, "accuracy_drop": 0.0, "failed": 1.0},
+        user_attrs={ROLE: "failure_twin", "twin_of": failed.number, "reason": reason})
+    study.add_trial(twin)
+
+
+def dump_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)

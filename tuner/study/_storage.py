@@ -1,0 +1,68 @@
+"""Where a study lives: any Optuna storage URL, an SQLite file by default, or a journal file.
+
+Artifacts (server logs, per-request records, TrialResult JSON) go to a file-system store
+next to the study: ``trials/<study>.artifacts/`` for the default SQLite file, or the
+directory given by ``--artifacts``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import UserError
+
+
+OBJECTIVES = ("tpot_ms", "accuracy")
+
+
+@dataclass(frozen=True)
+class StudyLocation:
+    storage_url: str            # what optuna-dashboard and `tuner report` are given
+    artifacts: Path
+    journal: Path | None = None
+
+    def storage(self) -> Any:
+        import optuna
+
+        if self.journal is not None:
+            from optuna.storages import JournalStorage
+            from optuna.storages.journal import JournalFileBackend
+
+            return JournalStorage(JournalFileBackend(str(self.journal)))
+        if self.storage_url.startswith("sqlite:"):
+            return optuna.storages.RDBStorage(
+                self.storage_url, engine_kwargs={"connect_args": {"timeout": 30}})
+        return optuna.storages.RDBStorage(self.storage_url)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "study"
+
+
+def locate(storage: str | None, study: str, artifacts: str | None = None,
+           home: Path = Path("trials")) -> StudyLocation:
+    """Resolve ``--storage``: None (``trials/<study>.db``), a URL, or a journal file path."""
+    if storage is None:
+        home.mkdir(parents=True, exist_ok=True)
+        db = home / f"{slug(study)}.db"
+        url = f"sqlite:///{db.resolve()}"
+        art = Path(artifacts) if artifacts else db.with_suffix(".artifacts")
+        return StudyLocation(url, art)
+    if "://" in storage:
+        if storage.startswith("sqlite:///"):
+            base = Path(storage[len("sqlite:///"):])
+            art = Path(artifacts) if artifacts else base.with_suffix(".artifacts")
+        elif artifacts is None:
+            raise UserError(f"--storage {storage}: give --artifacts DIR for the server logs "
+                            "and results (a directory the driver can write)")
+        else:
+            art = Path(artifacts)
+        return StudyLocation(storage, art)
+    path = Path(storage)
+    if path.suffix in (".db", ".sqlite", ".sqlite3"):
+        return locate(f"sqlite:///{path.resolve()}", study, artifacts, home)
+    art = Path(artifacts) if artifacts else path.with_suffix(".artifacts")
+    return StudyLocation(str(path), art, journal=path)

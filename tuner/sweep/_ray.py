@@ -1,0 +1,117 @@
+"""Trials as Ray tasks: one task = one trial = one server lifetime.
+
+Settings that matter (optuna-ray-facts.md, section 4): ``max_retries=0`` (a crashed trial
+must not silently run again); one GPU per trial for a real engine, a custom
+``tuner_sim_slot`` resource for the simulator; the server starts in the worker's own
+process group so Ray's clean-up reaches it; a deadline ends with ``ray.cancel(force=True)``
+and the cancelled ref is never read. A local instance is started quietly unless an address
+(``auto`` or ``host:port``) joins an existing cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from tuner.errors import UserError
+from tuner.sweep._base import Outcome
+from tuner.sweep._base import TrialJob
+from tuner.sweep._base import TrialRunner
+from tuner.sweep._base import execute
+from tuner.trial import TrialResult
+
+
+SIM_RESOURCE = "tuner_sim_slot"
+
+
+class RayRunner(TrialRunner):
+    def __init__(self, *, address: str | None, gpu: bool, slots: int | None) -> None:
+        import ray
+
+        self._ray = ray
+        self._reaper: Any = None
+        self.started_local = address in (None, "", "local")
+        if self.started_local:
+            ncpu = os.cpu_count() or 1
+            ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
+                     resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
+            from tuner.sweep import _reaper
+
+            self._reaper = _reaper.start(ray.get_runtime_context().get_node_id())
+        else:
+            if address != "auto":
+                os.environ.setdefault("RAY_AUTH_MODE", "token")
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            except (ConnectionError, RuntimeError) as exc:
+                raise UserError(f"--ray-address {address}: cannot join the Ray cluster "
+                                f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})"
+                                ) from None
+        res = ray.cluster_resources()
+        self.session_dir = self._session_dir()
+        if gpu:
+            gpus = int(res.get("GPU", 0))
+            if gpus == 0:
+                self.close()
+                raise UserError("the Ray cluster has no GPU: a trial asking for one would wait "
+                                "forever. Join a cluster with GPUs (--ray-address), or tune "
+                                "the simulator (--engine sim).")
+            self.slots = min(slots or gpus, gpus)
+            opts: dict[str, Any] = {"num_gpus": 1, "num_cpus": 1}
+        elif res.get(SIM_RESOURCE):
+            self.slots = min(slots or int(res[SIM_RESOURCE]), int(res[SIM_RESOURCE]))
+            opts = {"resources": {SIM_RESOURCE: 1}, "num_cpus": 0}
+        else:
+            self.slots = slots or 1
+            opts = {"num_cpus": 1}
+        self._task = ray.remote(max_retries=0)(execute).options(**opts)
+        self._refs: dict[int, Any] = {}
+
+    def _session_dir(self) -> str | None:
+        try:
+            return str(self._ray._private.worker._global_node.get_session_dir_path())
+        except AttributeError:
+            return None
+
+    @property
+    def inflight(self) -> list[int]:
+        return list(self._refs)
+
+    def submit(self, job: TrialJob) -> None:
+        self._refs[job.key] = self._task.remote(job)
+
+    def poll(self, timeout: float) -> list[Outcome]:
+        ray = self._ray
+        if not self._refs:
+            return []
+        by_ref = {ref: key for key, ref in self._refs.items()}
+        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
+        out = []
+        for ref in ready:
+            key = by_ref[ref]
+            del self._refs[key]
+            try:
+                data = ray.get(ref)
+                out.append(Outcome(key, "result", result=TrialResult.model_validate(data)))
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                    ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError) as exc:
+                out.append(Outcome(key, "worker_lost", detail=str(exc).splitlines()[0]))
+            except ray.exceptions.TaskCancelledError:
+                continue
+            except ray.exceptions.RayTaskError as exc:
+                cause = getattr(exc, "cause", None) or exc
+                out.append(Outcome(key, "error", detail=f"{cause.__class__.__name__}: {cause}"))
+        return out
+
+    def cancel(self, key: int) -> None:
+        ref = self._refs.pop(key, None)
+        if ref is not None:
+            self._ray.cancel(ref, force=True)   # its value is never read (it may be bogus)
+
+    def close(self) -> None:
+        for key in list(self._refs):
+            self.cancel(key)
+        if self._ray.is_initialized():
+            self._ray.shutdown()

@@ -1,0 +1,107 @@
+"""Clean-up of a local Ray instance whose driver died (SIGKILL, OOM kill, a closed laptop).
+
+Ray removes most of a session when its driver dies, but the dashboard and runtime-env agents
+survive and ignore SIGTERM (optuna-ray-facts.md, exp14), and a trial server whose raylet
+was killed may survive too. The driver starts this watcher in its own session; when the
+driver's pid is gone it kills every descendant of the driver it saw while the driver lived
+(Ray's GCS, raylet, agents, workers, trial servers) and whatever still carries the node's
+``RAY_NODE_ID`` in its environment, then exits.
+
+    python -m tuner.sweep._reaper DRIVER_PID DRIVER_START_TIME NODE_ID
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+
+
+def _env_has(pid: int, entry: bytes) -> bool:
+    """Whether the process's environment holds ``entry``. Read raw: Ray's process titles
+    overwrite the start of the environment block, which defeats psutil's parser."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return entry in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def node_processes(node_id: str) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    entry = f"RAY_NODE_ID={node_id}".encode()
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if p.pid != os.getpid() and _env_has(p.pid, entry):
+                found[p.pid] = p
+                for child in p.children(recursive=True):
+                    found[child.pid] = child
+    return list(found.values())
+
+
+def kill_node(node_id: str) -> int:
+    procs = node_processes(node_id)
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(procs, timeout=5)
+    return len(procs)
+
+
+def driver_alive(pid: int, started: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return p.status() != psutil.STATUS_ZOMBIE and abs(p.create_time() - started) < 2.0
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _tree(pid: int) -> dict[int, float]:
+    """pid -> create time of every descendant of ``pid`` (Ray's GCS, raylet, agents,
+    workers and the trial servers under them)."""
+    out: dict[int, float] = {}
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if child.pid != os.getpid():
+                    out[child.pid] = child.create_time()
+    return out
+
+
+def kill_snapshot(snapshot: dict[int, float]) -> int:
+    procs = []
+    for pid, created in snapshot.items():
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(pid)
+            if abs(p.create_time() - created) < 0.5:
+                p.kill()
+                procs.append(p)
+    psutil.wait_procs(procs, timeout=5)
+    return len(procs)
+
+
+def watch(pid: int, started: float, node_id: str, poll_s: float = 0.5) -> None:
+    seen: dict[int, float] = {}
+    while driver_alive(pid, started):
+        seen.update(_tree(pid))
+        time.sleep(poll_s)
+    time.sleep(1.0)   # let Ray's own clean-up go first
+    kill_snapshot(seen)
+    kill_node(node_id)
+
+
+def start(node_id: str) -> subprocess.Popen[bytes]:
+    """Start a watcher for the calling driver."""
+    me = psutil.Process(os.getpid())
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuner.sweep._reaper", str(me.pid), repr(me.create_time()),
+         node_id], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]), float(sys.argv[2]), sys.argv[3])
