@@ -15,16 +15,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.engines import make_engine  # noqa: E402
-from tuner.space import load_space  # noqa: E402
-from tuner.trial import TrialOptions  # noqa: E402
-from tuner.trial import run_trial  # noqa: E402
-from tuner_sim.perf import PerfModel  # noqa: E402
-from tuner_sim.perf import Settings  # noqa: E402
-from tuner_sim.profiles import load_machine  # noqa: E402
-from tuner_sim.profiles import load_model_for_path  # noqa: E402
+from tuner.engines import make_engine
+from tuner.space import load_space
+from tuner.trial import TrialOptions
+from tuner.trial import run_trial
+from tuner_sim.perf import PerfModel
+from tuner_sim.perf import Settings
+from tuner_sim.profiles import load_machine
+from tuner_sim.profiles import load_model_for_path
 
 
 SPARK = Path(__file__).resolve().parent.parent / "search_spaces" / "ling-3.0-flash-dgx-spark.yaml"

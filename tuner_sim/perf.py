@@ -19,8 +19,11 @@ by its time scale before sleeping.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tuner_sim.profiles import AcceptanceClass
 from tuner_sim.profiles import Machine
@@ -40,6 +43,38 @@ class Settings:
     draft_tokens: int = 4
     spec_moe_backend: str | None = None
     draft_lm_head_ok: bool = True  # False: the draft reads FP8 weights as BF16 (the trap)
+
+
+def _truthy(v: str | None) -> bool:
+    return v is not None and v.strip().lower() in ("1", "true", "yes", "on")
+
+
+def settings_from(args: dict[str, Any], env: Callable[[str], str | None],
+                  lm_head_module_shared: bool) -> Settings:
+    """The model's settings from resolved server args and the env vars the engine reads
+    (``env`` returns None for a variable the engine variant does not know)."""
+    from tuner_sim.args import LaunchError
+
+    fp8_head = _truthy(env("SGLANG_ENABLE_FP8_LM_HEAD"))
+    lm_head = "fp8" if fp8_head else ("fp32" if args["enable_fp32_lm_head"] else "bf16")
+    quant = env("SGLANG_HUMMING_INPUT_QUANT_CONFIG")
+    w4a8 = False
+    if quant and args["moe_runner_backend"] == "humming":
+        try:
+            cfg = json.loads(quant)
+        except json.JSONDecodeError:
+            raise LaunchError("json.decoder.JSONDecodeError",
+                              "SGLANG_HUMMING_INPUT_QUANT_CONFIG is not valid JSON") from None
+        dtype = cfg.get("a_dtype") or cfg.get("input_dtype") or cfg.get("dtype")
+        w4a8 = str(dtype).startswith("float8")
+    spec = args["speculative_algorithm"] is not None
+    return Settings(
+        moe_backend=args["moe_runner_backend"], humming_w4a8=w4a8, lm_head=lm_head,
+        speculative=spec, steps=args["speculative_num_steps"] or 3,
+        topk=args["speculative_eagle_topk"] or 1,
+        draft_tokens=args["speculative_num_draft_tokens"] or 4,
+        spec_moe_backend=args["speculative_moe_runner_backend"],
+        draft_lm_head_ok=not (spec and lm_head == "fp8" and not lm_head_module_shared))
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from tuner_sim.gsm8k import uniform
 from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
+from tuner_sim.perf import settings_from
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 
@@ -57,10 +58,6 @@ def log(msg: str) -> None:
     stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
     sys.stderr.write(f"[{stamp}] {msg}\n")
     sys.stderr.flush()
-
-
-def _truthy(v: str | None) -> bool:
-    return v is not None and v.strip().lower() in ("1", "true", "yes", "on")
 
 
 class Faults:
@@ -218,27 +215,11 @@ class SimServer:
         self._serve(a)
 
     def _settings(self, a: dict[str, Any]) -> Settings:
-        fp8_head = _truthy(self.sim_env("SGLANG_ENABLE_FP8_LM_HEAD"))
-        lm_head = "fp8" if fp8_head else ("fp32" if a["enable_fp32_lm_head"] else "bf16")
-        quant = self.sim_env("SGLANG_HUMMING_INPUT_QUANT_CONFIG")
-        w4a8 = False
-        if quant and a["moe_runner_backend"] == "humming":
-            try:
-                cfg = json.loads(quant)
-            except json.JSONDecodeError:
-                self._die("json.decoder.JSONDecodeError", "SGLANG_HUMMING_INPUT_QUANT_CONFIG "
-                                                          "is not valid JSON")
-            dtype = cfg.get("a_dtype") or cfg.get("input_dtype") or cfg.get("dtype")
-            w4a8 = str(dtype).startswith("float8")
-        spec = a["speculative_algorithm"] is not None
-        return Settings(
-            moe_backend=a["moe_runner_backend"], humming_w4a8=w4a8, lm_head=lm_head,
-            speculative=spec, steps=a["speculative_num_steps"] or 3,
-            topk=a["speculative_eagle_topk"] or 1,
-            draft_tokens=a["speculative_num_draft_tokens"] or 4,
-            spec_moe_backend=a["speculative_moe_runner_backend"],
-            draft_lm_head_ok=not (spec and lm_head == "fp8"
-                                  and not self.variant.LM_HEAD_MODULE_SHARED))
+        try:
+            return settings_from(a, self.sim_env, self.variant.LM_HEAD_MODULE_SHARED)
+        except LaunchError as exc:
+            self._die(exc.exc_type, exc.message)
+            raise
 
     def _ignore_flag(self, a: dict[str, Any], flag: str) -> None:
         """Drop a flag as if the server never read it (the resolved default shows)."""

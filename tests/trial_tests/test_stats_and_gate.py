@@ -92,7 +92,7 @@ def test_accuracy_gate_needs_a_significant_drop_beyond_tolerance() -> None:
     noisy = {f"q{i}": i not in (1, 2) for i in range(100)}     # -2 pp, p = 0.25
     lossy = {f"q{i}": i >= 10 for i in range(100)}             # -10 pp, p < 0.001
 
-    def verdict(per_q: dict[str, bool]):  # noqa: ANN202
+    def verdict(per_q: dict[str, bool]):
         agg = aggregate([rec(int(q[1:]), 50, 10, correct=c) for q, c in per_q.items()])
         return evaluate(agg, speculative=False, cfg=Gate(), baseline_per_question=base)
 

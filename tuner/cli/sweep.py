@@ -86,7 +86,7 @@ def sweep(
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline)
 
-    def runner():  # noqa: ANN202 - built lazily: Ray starts only once the lock is held
+    def runner():
         from tuner.sweep._ray import RayRunner
 
         return RayRunner(address=ray_address, gpu=not choice.simulated, slots=parallel)

@@ -24,6 +24,12 @@ from tuner.errors import UserError
 KEY = "tuner:driver_lock"
 
 
+class LockHeld(UserError):
+    """Another live driver owns the study."""
+
+    exit_code = 1
+
+
 def _alive_here(info: dict[str, Any]) -> bool:
     if info.get("host") != socket.gethostname():
         return True        # cannot tell: trust the lease
@@ -66,7 +72,7 @@ class DriverLock:
         cur = self.current()
         if cur is not None and not break_lock and not is_stale(cur):
             until = datetime.fromtimestamp(float(cur["lease_until"]), UTC)
-            raise UserError(
+            raise LockHeld(
                 f"study {self.study.study_name!r} is being run by {cur.get('owner')} (pid "
                 f"{cur.get('pid')} on {cur.get('host')}, since {cur.get('started')}; lease "
                 f"until {until:%H:%M:%S} UTC). Wait for it to finish or stop it; if it is dead "
@@ -76,7 +82,7 @@ class DriverLock:
         time.sleep(0.3)
         mine = self.current()
         if mine is None or mine.get("token") != self.token:
-            raise UserError(f"another driver took study {self.study.study_name!r} at the same "
+            raise LockHeld(f"another driver took study {self.study.study_name!r} at the same "
                             f"moment ({(mine or {}).get('owner')}); not starting")
         self._renewed = time.monotonic()
 

@@ -62,6 +62,10 @@ class Progress:
     last: str = ""
 
 
+#: Stop when the sampler keeps proposing configurations that were already measured.
+MAX_REPEATS_IN_A_ROW = 50
+
+
 class FatalSweepError(UserError):
     exit_code = 1
 
@@ -71,7 +75,12 @@ def make_sampler(name: str, seed: int | None, space: SearchSpace) -> Any:
 
     name = name.lower()
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
+        # multivariate + group: models knobs jointly within each conditional sub-space
+        # (speculation on/off), which the independent default cannot.
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, multivariate=True,
+                                          group=True)
+    if name == "tpe-independent":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10)
     if name in ("nsga2", "nsga-ii", "nsgaii"):
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=16)
     if name == "random":
@@ -102,9 +111,12 @@ class Driver:
     def __init__(self, space: SearchSpace, engine: Engine, options: TrialOptions,
                  settings: SweepSettings, runner_factory: Callable[[], TrialRunner],
                  on_progress: Callable[[Progress], None] | None = None) -> None:
+        import warnings
+
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.engine, self.options, self.s = space, engine, options, settings
         self.with_accuracy = space.spec.workload.kind == "gsm8k"
         self.storage = settings.location.storage()
@@ -129,6 +141,8 @@ class Driver:
         self.started: dict[int, float] = {}
         self.waiting_dupes: dict[str, list[Any]] = {}
         self.requeued: set[str] = set()
+        self.repeats_in_a_row = 0
+        self.exhausted = False
 
     # -- study bookkeeping ------------------------------------------------------------------
     def _trials(self) -> list[Any]:
@@ -151,12 +165,13 @@ class Driver:
         return out
 
     def _counted(self) -> int:
-        """Finished trials that count toward the budget (twins and recovered ones do not)."""
+        """Measured trials: the budget counts configurations that were run (repeats of a
+        measured configuration, failure twins and trials a dead driver left do not)."""
         from optuna.trial import TrialState
 
         return sum(1 for t in self._trials()
                    if t.state in (TrialState.COMPLETE, TrialState.FAIL)
-                   and t.user_attrs.get(ROLE) != "failure_twin"
+                   and t.user_attrs.get(ROLE) in ("baseline", "trial")
                    and not t.user_attrs.get("recovered"))
 
     def _baseline(self) -> Any | None:
@@ -166,6 +181,22 @@ class Driver:
             if t.user_attrs.get(ROLE) == "baseline" and t.state == TrialState.COMPLETE:
                 return t
         return None
+
+    def _check_baseline_alive(self) -> None:
+        """Raise if the baseline was measured and failed (nothing can be judged without it)."""
+        from optuna.trial import TrialState
+
+        roles = [(t.state, t) for t in self._trials() if t.user_attrs.get(ROLE) == "baseline"
+                 and not t.user_attrs.get("recovered")]
+        if any(s in (TrialState.WAITING, TrialState.RUNNING) for s, _ in roles):
+            return
+        failed = [t for s, t in roles if s == TrialState.FAIL]
+        if failed:
+            t = failed[-1]
+            raise FatalSweepError(
+                f"the baseline (trial #{t.number}) failed: {t.user_attrs.get('reason')}: "
+                f"{t.user_attrs.get('message', '')[:300]}. Every speed-up and accuracy drop "
+                "is relative to it: fix the space or the machine, then run again")
 
     def recover(self) -> list[int]:
         """Fail what a dead driver left RUNNING and queue those configurations again."""
@@ -218,10 +249,13 @@ class Driver:
         return self.study
 
     def _budget_left(self) -> bool:
+        if self.exhausted:
+            return False
         if self.s.hours is not None and (
                 time.monotonic() - self.progress.started) > self.s.hours * 3600:
             return False
-        if self.s.trials is not None and self._counted() + len(self.pending) >= self.s.trials:
+        running = sum(1 for _, _, role in self.pending.values() if role != "duplicate")
+        if self.s.trials is not None and self._counted() + running >= self.s.trials:
             return False
         return True
 
@@ -231,6 +265,8 @@ class Driver:
         while True:
             self.lock.renew()
             baseline = self._baseline()
+            if baseline is None:
+                self._check_baseline_alive()
             while len(runner.inflight) < runner.slots and self._budget_left():
                 if baseline is None and self.pending:
                     break   # the baseline runs alone: the others are judged against it
@@ -239,10 +275,8 @@ class Driver:
                 if baseline is None:
                     break
             if not runner.inflight and not self.pending:
-                if baseline is None and self._budget_left():
-                    raise FatalSweepError("the baseline configuration did not complete, so "
-                                          "nothing can be compared against it: see its reason "
-                                          "with `tuner report`, fix the space or the machine")
+                if baseline is None:
+                    self._check_baseline_alive()
                 return
             for outcome in runner.poll(timeout=0.5):
                 self._record(outcome, baseline)
@@ -268,7 +302,14 @@ class Driver:
         earlier = self._measured().get(h)
         if earlier is not None and role != "baseline":
             self._copy(trial, earlier)
+            self.repeats_in_a_row += 1
+            if self.repeats_in_a_row >= MAX_REPEATS_IN_A_ROW:
+                self.exhausted = True
+                self.progress.last = (f"stopping: the sampler proposed {MAX_REPEATS_IN_A_ROW} "
+                                      "measured configurations in a row (space exhausted?)")
+                return False
             return True
+        self.repeats_in_a_row = 0
         inflight_same = [n for n, (_, hh, _) in self.pending.items() if hh == h]
         if inflight_same:
             self.waiting_dupes.setdefault(h, []).append(trial)
@@ -396,7 +437,8 @@ def _cancelled(number: int, why: str) -> Outcome:
 
 def feasible_front(study: Any) -> list[Any]:
     """The Pareto front of feasible, measured trials (never twins or gated trials)."""
-    return [t for t in study.best_trials if t.user_attrs.get(ROLE) != "failure_twin"
+    return [t for t in study.best_trials
+            if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate")
             and all(v <= 0 for v in t.constraints.values())]
 
 

@@ -1,0 +1,111 @@
+"""The driver's bookkeeping, with a model-backed stand-in runner (no servers: fast)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+
+from tests.conftest import SPARK
+from tests.sweep_tests.model_runner import ModelRunner
+from tuner.engines import make_engine
+from tuner.space import load_space
+from tuner.space import parse_space
+from tuner.study._record import ROLE
+from tuner.study._storage import locate
+from tuner.sweep._driver import Driver
+from tuner.sweep._driver import SweepSettings
+from tuner.sweep._driver import feasible_front
+from tuner.trial import TrialOptions
+
+
+SPACE = load_space(SPARK)
+ENGINE = make_engine("sim")
+
+
+def run(tmp: Path, runner: ModelRunner, *, trials: int = 15, space=SPACE, seed: int = 0,
+        sampler: str = "tpe") -> optuna.Study:
+    settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
+                             trials=trials, sampler=sampler, seed=seed)
+    opts = TrialOptions(workdir=tmp, workload=space.spec.workload)
+    return Driver(space, ENGINE, opts, settings, lambda: runner).run()
+
+
+def test_baseline_first_budget_and_every_constraint_with_model_backed_runner(tmp_path: Path
+                                                                              ) -> None:
+    runner = ModelRunner(seed=1)
+    study = run(tmp_path, runner, trials=15)
+    trials = study.get_trials()
+    assert trials[0].user_attrs[ROLE] == "baseline"
+    assert runner.launched[0] == ENGINE.resolve(SPACE, {}).as_dict()
+    measured = [t for t in trials if t.user_attrs.get(ROLE) in ("baseline", "trial")]
+    assert len(measured) == 15 == len(runner.launched)
+    hashes = [t.user_attrs["config_hash"] for t in measured]
+    assert len(hashes) == len(set(hashes))                 # measured once each
+    for t in trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            assert set(t.constraints) == {"accept_length_floor", "accuracy_drop", "failed"}
+    fails = [t for t in trials if t.state == optuna.trial.TrialState.FAIL]
+    twins = [t for t in trials if t.user_attrs.get(ROLE) == "failure_twin"]
+    assert len(twins) == len(fails)
+    assert {t.user_attrs["twin_of"] for t in twins} == {t.number for t in fails}
+    for t in feasible_front(study):
+        assert t.user_attrs.get(ROLE) in ("baseline", "trial")
+    assert study.user_attrs["tuner:driver_lock"] == {}
+
+
+def test_duplicates_are_copied_not_run_with_model_backed_runner(tmp_path: Path) -> None:
+    data = yaml.safe_load(SPARK.read_text())
+    data["knobs"]["spec_steps"].update({"low": 3, "high": 3})
+    data["knobs"]["spec_topk"]["choices"] = [1]
+    data["knobs"]["spec_draft_tokens"].update({"low": 4, "high": 4})
+    data["knobs"]["mem_fraction"].update({"low": 0.68, "high": 0.68})
+    tiny = parse_space(yaml.safe_dump(data))     # 24 configurations at most
+    runner = ModelRunner(seed=2)
+    study = run(tmp_path, runner, trials=40, space=tiny)
+    assert len(runner.launched) <= 24
+    dupes = [t for t in study.get_trials() if t.user_attrs.get(ROLE) == "duplicate"]
+    assert dupes
+    for d in dupes:
+        orig = study.trials[d.user_attrs["duplicate_of"]]
+        assert d.values == orig.values and d.user_attrs["config_hash"] == orig.user_attrs[
+            "config_hash"]
+
+
+def test_accuracy_gate_uses_the_baseline_per_question_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    study = run(tmp_path, ModelRunner(seed=3), trials=8)
+    base = study.trials[0]
+    for t in study.get_trials():
+        if t.user_attrs.get(ROLE) == "trial" and t.state == optuna.trial.TrialState.COMPLETE:
+            assert "McNemar" in (t.user_attrs.get("gate_detail") or "")
+            assert t.constraints["accuracy_drop"] <= 0 or "accuracy_drop" in t.user_attrs["gate"]
+    assert base.constraints["accuracy_drop"] < 0
+
+
+def test_resume_fails_and_requeues_what_a_dead_driver_left_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    first = run(tmp_path, ModelRunner(seed=4), trials=4)
+    t = first.ask({"moe_backend": optuna.distributions.CategoricalDistribution(
+        ["flashinfer_mxfp4", "humming", "marlin"])})   # a trial left RUNNING
+    left = t.number
+    study = run(tmp_path, ModelRunner(seed=5), trials=6)
+    dead = study.trials[left]
+    assert dead.state == optuna.trial.TrialState.FAIL and dead.user_attrs["recovered"]
+    assert any(x.user_attrs.get("retry_of") == left for x in study.get_trials())
+    measured = [x for x in study.get_trials() if x.user_attrs.get(ROLE) in ("baseline", "trial")
+                and not x.user_attrs.get("recovered")]
+    assert len(measured) == 6
+
+
+def test_a_failed_baseline_stops_the_sweep_clearly(tmp_path: Path) -> None:
+    data = yaml.safe_load(SPARK.read_text())
+    data["knobs"]["mem_fraction"]["low"] = 0.30
+    data["baseline"]["mem_fraction"] = 0.30
+    space = parse_space(yaml.safe_dump(data))
+    from tuner.sweep._driver import FatalSweepError
+
+    with pytest.raises(FatalSweepError, match="baseline"):
+        run(tmp_path, ModelRunner(), trials=5, space=space)

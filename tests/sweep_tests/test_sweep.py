@@ -1,0 +1,167 @@
+"""The sweep end to end: real SQLite, a real local Ray instance, real simulator processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import optuna
+import psutil
+import pytest
+
+from tests.conftest import GSM8K_DIR
+from tests.conftest import SPARK
+from tests.conftest import tuner_argv
+from tuner.study._record import ROLE
+from tuner.sweep._driver import feasible_front
+
+
+pytestmark = pytest.mark.slow
+
+
+def sweep_argv(tmp: Path, *extra: str, trials: int = 5) -> list[str]:
+    return tuner_argv("sweep", str(SPARK), "--engine", extra[0] if extra and extra[0].startswith(
+        "sim") else "sim", "--gsm8k", str(GSM8K_DIR), "--storage", str(tmp / "s.db"),
+        "--trials", str(trials), "--questions", "6", "--time-scale", "300", "--seed", "3",
+        "--workdir", str(tmp / "runs"),
+        *[e for e in extra if not e.startswith("sim")])
+
+
+def load(tmp: Path) -> optuna.Study:
+    return optuna.load_study(study_name="ling-3.0-flash-dgx-spark",
+                             storage=f"sqlite:///{tmp / 's.db'}")
+
+
+def leftovers(since: float) -> list[str]:
+    """Processes of ours started after ``since`` that are still running."""
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if p.info["create_time"] < since or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if "tuner_sim" in cmd or "ray::" in cmd or "raylet" in cmd or "gcs_server" in cmd:
+            out.append(f"{p.info['pid']} {cmd[:80]}")
+    return out
+
+
+def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> None:
+    t0 = time.time()
+    proc = subprocess.run(sweep_argv(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Pareto front" in proc.stdout
+    study = load(tmp_path)
+    trials = study.get_trials(deepcopy=False)
+    assert trials[0].user_attrs[ROLE] == "baseline"
+    assert trials[0].state == optuna.trial.TrialState.COMPLETE
+    counted = [t for t in trials if t.user_attrs.get(ROLE) != "failure_twin"]
+    assert len(counted) == 5
+    for t in trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            assert set(t.constraints) == {"accept_length_floor", "accuracy_drop", "failed"}
+        if t.state == optuna.trial.TrialState.FAIL:
+            assert t.user_attrs.get("reason")
+    metas = optuna.artifacts.get_all_artifact_meta(trials[0], storage=study._storage)
+    assert {m.mimetype for m in metas} >= {"text/plain", "application/json"}
+    for t in feasible_front(study):
+        assert t.user_attrs.get("feasible") is True
+    assert study.user_attrs["tuner:driver_lock"] == {}
+    time.sleep(2)
+    assert leftovers(t0) == []
+
+
+def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path) -> None:
+    t0 = time.time()
+    argv = sweep_argv(tmp_path, trials=6)
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    # kill while a non-baseline trial is running
+    while time.time() < deadline:
+        time.sleep(0.5)
+        try:
+            study = load(tmp_path)
+        except (KeyError, ValueError):
+            continue
+        running = study.get_trials(deepcopy=False,
+                                   states=(optuna.trial.TrialState.RUNNING,))
+        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if running and done:
+            break
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    before = {t.number: (t.state, t.values) for t in load(tmp_path).get_trials()}
+    interrupted = [n for n, (s, _) in before.items() if s == optuna.trial.TrialState.RUNNING]
+    assert interrupted
+    time.sleep(4)                               # the reaper cleans the dead driver's Ray
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    study = load(tmp_path)
+    after = {t.number: t for t in study.get_trials()}
+    for n, (state, values) in before.items():          # nothing completed was lost
+        if state == optuna.trial.TrialState.COMPLETE:
+            assert after[n].state == state and after[n].values == values
+    for n in interrupted:                               # failed, then re-run
+        assert after[n].state == optuna.trial.TrialState.FAIL
+        assert after[n].user_attrs.get("recovered") is True
+        assert any(t.user_attrs.get("retry_of") == n and t.state.is_finished()
+                   for t in after.values())
+    measured = [t.user_attrs["config_hash"] for t in after.values()
+                if t.user_attrs.get(ROLE) in ("baseline", "trial") and t.state.is_finished()
+                and not t.user_attrs.get("recovered")]
+    assert len(measured) == len(set(measured))          # no configuration measured twice
+    counted = [t for t in after.values() if t.user_attrs.get(ROLE) != "failure_twin"
+               and not t.user_attrs.get("recovered") and t.state.is_finished()]
+    assert len(counted) == 6                            # the budget, over both runs
+    time.sleep(2)
+    assert leftovers(t0) == []
+
+
+def test_second_driver_is_refused(tmp_path: Path) -> None:
+    argv = sweep_argv(tmp_path, trials=3)
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            time.sleep(0.5)
+            try:
+                if load(tmp_path).user_attrs.get("tuner:driver_lock"):
+                    break
+            except (KeyError, ValueError):
+                continue
+        second = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1
+        assert "is being run by" in second.stderr and "--break-lock" in second.stderr
+    finally:
+        first.wait(timeout=600)
+    assert first.returncode == 0
+
+
+def test_faulty_space_keeps_going_with_reasons_and_a_clean_front(tmp_path: Path) -> None:
+    faults = json.dumps([
+        {"kind": "crash_at_start", "when": {"speculative_num_steps": [4, 5]}},
+        {"kind": "hang", "when": {"moe_runner_backend": "marlin"}},
+    ])
+    proc = subprocess.run(sweep_argv(tmp_path, "sim:fork-unshared", "--sim-faults", faults,
+                                     "--sampler", "random", trials=14),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    study = load(tmp_path)
+    reasons = {t.user_attrs.get("reason") for t in study.get_trials()
+               if t.state == optuna.trial.TrialState.FAIL}
+    assert reasons & {"launch_error", "startup_timeout", "oom"}
+    for t in study.get_trials():
+        cfg = t.user_attrs.get("config") or {}
+        if t.state != optuna.trial.TrialState.FAIL or not cfg:
+            continue
+        if cfg.get("moe_backend") == "marlin":
+            assert t.user_attrs["reason"] == "startup_timeout"
+        elif cfg.get("spec_steps") in (4, 5):
+            assert t.user_attrs["reason"] in ("launch_error", "oom")
+    gated = [t for t in study.get_trials() if t.user_attrs.get("gate")]
+    for t in study.best_trials:
+        assert t.state == optuna.trial.TrialState.COMPLETE
+        assert not t.user_attrs.get("gate") and t.user_attrs.get(ROLE) != "failure_twin"
+    assert all(t not in study.best_trials for t in gated)
