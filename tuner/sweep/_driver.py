@@ -255,9 +255,7 @@ class Driver:
                 time.monotonic() - self.progress.started) > self.s.hours * 3600:
             return False
         running = sum(1 for _, _, role in self.pending.values() if role != "duplicate")
-        if self.s.trials is not None and self._counted() + running >= self.s.trials:
-            return False
-        return True
+        return self.s.trials is None or self._counted() + running < self.s.trials
 
     def _loop(self, runner: TrialRunner) -> None:
         baseline = self._baseline()
