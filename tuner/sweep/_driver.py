@@ -43,6 +43,8 @@ class SweepSettings:
     seed: int | None = None
     break_lock: bool = False
     deadline_s: float = 6 * 3600.0
+    refine_every: int = 3          # 0: never propose neighbours of the incumbent
+    refine_after: int = 12
 
 
 @dataclass
@@ -143,6 +145,10 @@ class Driver:
         self.requeued: set[str] = set()
         self.repeats_in_a_row = 0
         self.exhausted = False
+        self.proposals = 0
+        import random
+
+        self.rng = random.Random(settings.seed)
 
     # -- study bookkeeping ------------------------------------------------------------------
     def _trials(self) -> list[Any]:
@@ -282,7 +288,32 @@ class Driver:
             self.progress.running = len(runner.inflight)
             self.on_progress(self.progress)
 
+    def _maybe_enqueue_neighbour(self) -> None:
+        """Every ``refine_every``-th proposal after the start-up phase is a one-knob
+        neighbour of the best feasible configuration (see _neighbours.py)."""
+        if not self.s.refine_every or self._counted() < self.s.refine_after:
+            return
+        self.proposals += 1
+        if self.proposals % self.s.refine_every:
+            return
+        best = feasible_best(self.study)
+        if best is None:
+            return
+        from optuna.trial import TrialState
+
+        if any(t.state == TrialState.WAITING for t in self._trials()):
+            return
+        from tuner.sweep._neighbours import pick
+
+        cand = pick(self.space, self.engine, best.user_attrs.get("config") or {},
+                    set(self._measured()), self.rng)
+        if cand is not None:
+            self.study.enqueue_trial(cand, user_attrs={ROLE: "trial",
+                                                       "proposed_by": "neighbour"})
+
     def _submit_next(self, runner: TrialRunner, baseline: Any | None) -> bool:
+        if baseline is not None:
+            self._maybe_enqueue_neighbour()
         trial = self.study.ask()
         role = trial.user_attrs.get(ROLE, "trial")
         values = suggest(self.space, trial)
