@@ -24,6 +24,7 @@ from typing import Any
 
 from tuner_sim import args as sim_args
 from tuner_sim.args import LaunchError
+from tuner_sim.config_file import merge_or_exit
 from tuner_sim.engine import Engine
 from tuner_sim.engine import SimRequest
 from tuner_sim.engine import crash_now
@@ -100,6 +101,7 @@ class SimServer:
         self.env = env
         self.known_env = set(variant.environ.ENV_VARS)
         self.parser = sim_args.build_parser()
+        argv = merge_or_exit(self.parser, list(argv))
         self.ns = self.parser.parse_args(argv)
         self.launch_command = "sglang serve " + " ".join(argv)
         self.scale = float(env.get("TUNER_SIM_TIME_SCALE", "1") or 1)

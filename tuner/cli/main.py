@@ -12,11 +12,13 @@ import typer
 
 from tuner import __version__
 from tuner.cli import doctor
+from tuner.cli import export
 from tuner.cli import plan
 from tuner.cli import sim
 from tuner.cli import space
 from tuner.cli import sweep
 from tuner.cli import trial
+from tuner.cli import verify
 from tuner.errors import UserError
 
 
@@ -35,6 +37,8 @@ app.command("plan")(plan.plan)
 app.command("doctor")(doctor.doctor)
 app.command("trial")(trial.trial)
 app.command("sweep")(sweep.sweep)
+app.command("export")(export.export)
+app.command("verify")(verify.verify)
 
 
 def _version(value: bool) -> None:

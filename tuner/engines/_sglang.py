@@ -276,6 +276,54 @@ class SGLangEngine(Engine):
             evidence=evidence, notes=notes,
         )
 
+    # -- launch profiles (``sglang serve --config``) ---------------------------------------
+    #: Flags a profile keeps on the command line: SGLang reads --model-path from the raw
+    #: command line before merging --config (facts, section 1.2); host and port are the
+    #: operator's.
+    COMMAND_LINE_ONLY = ("--model-path", "--host", "--port")
+
+    @staticmethod
+    def _typed(text: str) -> Any:
+        for cast in (int, float):
+            try:
+                return cast(text)
+            except ValueError:
+                continue
+        return text
+
+    def config_entries(self, argv: list[str]) -> dict[str, Any]:
+        """The ``--config`` YAML mapping that reproduces ``argv``'s flags (in order), typed
+        the way SGLang 0.5.23's ConfigArgumentMerger turns them back into arguments: keys
+        are flag names with dashes, store-true flags are ``true``, multi-value flags lists."""
+        out: dict[str, Any] = {}
+        i = argv.index("--model-path") if "--model-path" in argv else 0
+        while i < len(argv):
+            flag = argv[i]
+            j = i + 1
+            while j < len(argv) and not argv[j].startswith("--"):
+                j += 1
+            values = argv[i + 1:j]
+            i = j
+            if flag in self.COMMAND_LINE_ONLY:
+                continue
+            known = FLAGS.get(flag)
+            key = flag[2:]
+            if not values:
+                out[key] = True
+            elif known is not None and known.nargs:
+                out[key] = [self._typed(v) for v in values]
+            else:
+                out[key] = values[0] if known is not None and known.choices else self._typed(
+                    values[0])
+        return out
+
+    def profile_argv(self, space: SearchSpace, config_path: str, *, host: str, port: str
+                     ) -> list[str]:
+        """The command that serves a profile: entry point, model path, --config FILE."""
+        cmd = list(space.spec.engine.command)
+        return [*cmd, "--model-path", space.spec.model.path, "--config", config_path,
+                "--host", host, "--port", port]
+
     @staticmethod
     def _evidence(space: SearchSpace, name: str, value: Any) -> KnobEvidence:
         ev: Evidence = space.evidence(name, value)

@@ -135,6 +135,14 @@ class Driver:
             raise UserError(f"study {settings.study_name!r} exists with other objectives; "
                             "use another --study name")
         self.study.set_metric_names(list(OBJECTIVES[: len(directions)]))
+        context = {"tuner:space_name": space.name, "tuner:machine": space.spec.machine.id,
+                   "tuner:engine": engine.name, "tuner:model": space.spec.model.path,
+                   "tuner:workload": options.workload.model_dump()}
+        if space.source is not None and space.source.is_file():
+            context["tuner:space_yaml"] = space.source.read_text()
+        for key, value in context.items():
+            if self.study.user_attrs.get(key) != value:
+                self.study.set_user_attr(key, value)
         self.runner_factory = runner_factory
         self.on_progress = on_progress or (lambda p: None)
         self.progress = Progress(budget=settings.trials)

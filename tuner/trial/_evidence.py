@@ -32,7 +32,8 @@ class KnobCheck(BaseModel):
     note: str | None = None
 
 
-_MISSING = object()
+MISSING = object()
+_MISSING = MISSING
 _STAMP = re.compile(r"^\[[^]]*\] ")
 
 

@@ -1,0 +1,61 @@
+"""``tuner export``: a launch profile SGLang itself reads, from a trial of a study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def export(
+    study: str = typer.Argument(..., help="study name (the sweep printed it)"),
+    pick: str = typer.Option("fastest", help="fastest, most-accurate, knee (of the feasible "
+                             "Pareto front) or trial:N"),
+    out: Path = typer.Option(None, help="profile folder (default trials/<study>-profile)"),
+    storage: str = typer.Option(None, help="Optuna storage URL or journal file (default "
+                                "trials/<study>.db)"),
+    artifacts: str = typer.Option(None, help="artifact folder (default: next to the study)"),
+    tpot_tolerance: float = typer.Option(0.15, help="how much slower than measured a "
+                                         "verify probe may be"),
+) -> None:
+    """Write sglang.yaml, sglang.env, launch.sh and profile.yaml for one trial."""
+    from tuner.cli._common import console
+    from tuner.engines import make_engine
+    from tuner.export._profile import load_result
+    from tuner.export._profile import pick_trial
+    from tuner.export._profile import write_profile
+    from tuner.study._open import open_study
+    from tuner.study._record import ROLE
+
+    st, loc = open_study(study, storage, artifacts)
+    trial = pick_trial(st, pick)
+    result = load_result(st, trial, loc.artifacts)
+    base_trial = next((t for t in st.get_trials(deepcopy=False)
+                       if t.user_attrs.get(ROLE) == "baseline" and t.values), None)
+    baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
+    import yaml
+
+    space_yaml = st.user_attrs.get("tuner:space_yaml")
+    data = yaml.safe_load(space_yaml) if space_yaml else {}
+    command = (data.get("engine") or {}).get("command") or ["sglang", "serve"]
+    floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
+    folder = out or Path("trials") / f"{study}-profile"
+    files = write_profile(folder, make_engine("sglang"), command,
+                          st.user_attrs.get("tuner:model") or result.plan.argv[
+                              result.plan.argv.index("--model-path") + 1],
+                          result, trial_number=trial.number, study_name=study,
+                          storage_url=loc.storage_url, baseline=baseline, gate_floor=floor,
+                          tpot_tolerance=tpot_tolerance)
+    c = console()
+    a = result.aggregates
+    cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
+    c.print(f"trial #{trial.number} ({pick}): {cfg}")
+    if a is not None and a.tpot_ms:
+        label = " (simulated machine time)" if result.simulated else ""
+        acc = f", accuracy {a.accuracy:.1%}" if a.accuracy is not None else ""
+        c.print(f"measured TPOT {a.tpot_ms:.2f} ms{label}, accept length "
+                f"{a.accept_length or 1:.2f}{acc}")
+    for f in files:
+        c.print(f"wrote {f}")
+    c.print(f"serve it: {folder}/launch.sh   check it: tuner verify {folder}/profile.yaml "
+            "--url http://127.0.0.1:30000")

@@ -1,0 +1,56 @@
+"""``tuner verify``: check a running server against an exported profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def verify(
+    profile: Path = typer.Argument(..., help="profile.yaml written by tuner export"),
+    url: str = typer.Option("http://127.0.0.1:30000", help="the running server"),
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="the server's --api-key "
+                                "(or TUNER_API_KEY)"),
+    log: Path = typer.Option(None, help="the server's log file: also check its log lines"),
+    probe: int = typer.Option(8, min=0, help="probe requests (0: settings only)"),
+    gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="GSM8K folder for a "
+                              "GSM8K-shaped probe (else a synthetic one)"),
+) -> None:
+    """PASS/FAIL per check with reasons; exit code 0 when every check passes, 1 otherwise."""
+    import yaml
+
+    from tuner.cli._common import console
+    from tuner.errors import UserError
+    from tuner.export._verify import verify as run_verify
+
+    try:
+        data = yaml.safe_load(profile.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{profile}: cannot read the profile ({exc.__class__.__name__})"
+                        ) from None
+    if not isinstance(data, dict) or "expect" not in data:
+        raise UserError(f"{profile}: not a tuner profile (no 'expect' section)")
+    log_text = None
+    if log is not None:
+        try:
+            log_text = log.read_text(errors="replace")
+        except OSError as exc:
+            raise UserError(f"--log {log}: {exc.strerror}") from None
+    checks = run_verify(data, url, api_key=api_key, log_text=log_text, probe_requests=probe,
+                        gsm8k=gsm8k)
+    from rich.table import Table
+
+    t = Table(title=f"verify {url} against {profile}")
+    for col in ("check", "result", "expected", "observed"):
+        t.add_column(col, overflow="fold")
+    for c in checks:
+        mark = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[dim]info[/]"}[c.passed]
+        t.add_row(c.name, mark, c.expected, c.observed)
+    out = console()
+    out.print(t)
+    failed = [c.name for c in checks if c.passed is False]
+    if failed:
+        out.print(f"[red bold]FAIL[/]: {', '.join(failed)}")
+        raise typer.Exit(1)
+    out.print("[green bold]PASS[/]: the server is the profile")

@@ -1,0 +1,1 @@
+"""Launch profiles exported from a study, and checks of running servers against them."""

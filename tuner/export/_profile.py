@@ -1,0 +1,192 @@
+"""Launch profiles: what a person takes home from a sweep.
+
+A profile folder holds
+
+* ``sglang.yaml`` - every flag of the measured launch except ``--model-path``, ``--host`` and
+  ``--port``, for ``sglang serve --config`` (keys and values as SGLang 0.5.23 merges them);
+* ``sglang.env`` - the env vars, shell-quoted (``set -a; . sglang.env``; also a systemd
+  ``EnvironmentFile``);
+* ``launch.sh`` - sources the env file and ``exec`` s the server; host and port from ``HOST``
+  and ``PORT``, extra arguments (an ``--api-key``) passed through; no secret is written;
+* ``profile.yaml`` - what the tool knows: the canonical configuration, engine and version
+  it was measured with, machine, workload, figures with intervals, speed-up over the
+  baseline, and the evidence a start-up must show (``tuner verify`` checks it).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from datetime import UTC
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner import __version__
+from tuner.engines import SGLangEngine
+from tuner.errors import UserError
+from tuner.study._record import ROLE
+from tuner.trial import TrialResult
+
+
+PICKS = ("fastest", "most-accurate", "knee")
+
+
+def _front(study: Any) -> list[Any]:
+    from tuner.sweep._driver import feasible_front
+
+    return feasible_front(study)
+
+
+def pick_trial(study: Any, pick: str) -> Any:
+    """The trial ``pick`` names: fastest, most-accurate or knee of the feasible front, or
+    ``trial:N``."""
+    if pick.startswith("trial:"):
+        try:
+            number = int(pick.split(":", 1)[1])
+            trial = study.trials[number]
+        except (ValueError, IndexError):
+            raise UserError(f"--pick {pick}: no such trial") from None
+        if trial.user_attrs.get(ROLE) == "duplicate":
+            trial = study.trials[int(trial.user_attrs["duplicate_of"])]
+        if not trial.values or trial.user_attrs.get(ROLE) == "failure_twin":
+            raise UserError(f"--pick {pick}: trial #{trial.number} has no measurement "
+                            f"({trial.state.name}, {trial.user_attrs.get('reason', '')})")
+        return trial
+    front = _front(study)
+    if not front:
+        raise UserError("the study has no feasible measured trial yet")
+    if pick == "fastest":
+        return min(front, key=lambda t: t.values[0])
+    if pick == "most-accurate":
+        if len(front[0].values) < 2:
+            raise UserError("--pick most-accurate needs a GSM8K study (accuracy objective)")
+        return max(front, key=lambda t: (t.values[1], -t.values[0]))
+    if pick == "knee":
+        if len(front[0].values) < 2 or len(front) < 3:
+            return min(front, key=lambda t: t.values[0])
+        tp = [t.values[0] for t in front]
+        ac = [t.values[1] for t in front]
+        span_t = (max(tp) - min(tp)) or 1.0
+        span_a = (max(ac) - min(ac)) or 1.0
+        return min(front, key=lambda t: math.hypot((t.values[0] - min(tp)) / span_t,
+                                                   (max(ac) - t.values[1]) / span_a))
+    raise UserError(f"--pick {pick!r}: expected fastest, most-accurate, knee or trial:N")
+
+
+def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
+    """The TrialResult JSON stored as an artifact of ``trial``."""
+    import tempfile
+
+    from optuna.artifacts import FileSystemArtifactStore
+    from optuna.artifacts import download_artifact
+    from optuna.artifacts import get_all_artifact_meta
+
+    metas = [m for m in get_all_artifact_meta(trial, storage=study._storage)
+             if m.filename.endswith("-result.json")]
+    if not metas:
+        raise UserError(f"trial #{trial.number} has no stored result artifact")
+    store = FileSystemArtifactStore(str(artifact_dir))
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "r.json"
+        try:
+            download_artifact(artifact_store=store, file_path=str(target),
+                              artifact_id=metas[0].artifact_id)
+        except FileNotFoundError:
+            raise UserError(f"the artifacts of trial #{trial.number} are not in "
+                            f"{artifact_dir}; pass --artifacts") from None
+        return TrialResult.model_validate_json(target.read_text())
+
+
+def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: float
+                 ) -> dict[str, Any]:
+    """What a server started from this profile must show (``tuner verify``)."""
+    server_info: dict[str, Any] = {}
+    log: list[str] = []
+    log_absent: list[str] = []
+    unobservable: dict[str, str] = {}
+    for ev in result.plan.evidence:
+        server_info.update(ev.server_info)
+        log += ev.log
+        log_absent += ev.log_absent
+        if ev.none:
+            unobservable[ev.knob] = ev.none
+    a = result.aggregates
+    out: dict[str, Any] = {"server_info": server_info, "log": log, "log_absent": log_absent,
+                           "unobservable": unobservable}
+    if a is not None and a.tpot_ms:
+        out["tpot_ms"] = {"measured": round(a.tpot_ms, 3),
+                          "max": round(a.tpot_ms * (1 + tpot_tolerance), 3)}
+    if a is not None and a.accept_length:
+        out["accept_length"] = {"measured": round(a.accept_length, 3),
+                                "min": round(max(gate_floor, 0.75 * a.accept_length), 3)}
+    return out
+
+
+def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[str],
+                  model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
+                  storage_url: str, baseline: TrialResult | None, gate_floor: float,
+                  tpot_tolerance: float = 0.15) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    plan = result.plan
+    entries = engine.config_entries(plan.argv)
+    (out / "sglang.yaml").write_text(
+        "# sglang serve --config: the measured launch, flags as SGLang 0.5.23 merges them.\n"
+        "# --model-path, --host and --port stay on the command line (see launch.sh).\n"
+        + yaml.safe_dump(entries, sort_keys=False, default_flow_style=False))
+    env_lines = [f"{k}={shlex.quote(v)}" for k, v in plan.env.items()
+                 if not k.startswith("TUNER_SIM_")]
+    (out / "sglang.env").write_text("# environment of the measured launch\n"
+                                    + "".join(line + "\n" for line in env_lines))
+    cmd = [*space_engine_command, "--model-path", model_path]
+    launch = out / "launch.sh"
+    launch.write_text(
+        "#!/usr/bin/env bash\n"
+        f"# Serve the profile tuner exported from study {study_name!r}, trial #{trial_number}.\n"
+        "# HOST/PORT pick the address; extra arguments (e.g. --api-key KEY) pass through.\n"
+        "set -euo pipefail\n"
+        'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+        'set -a; . "$here/sglang.env"; set +a\n'
+        f"exec {shlex.join(cmd)} --config \"$here/sglang.yaml\" "
+        '--host "${HOST:-127.0.0.1}" --port "${PORT:-30000}" "$@"\n')
+    launch.chmod(0o755)
+    a = result.aggregates
+    base = baseline.aggregates if baseline is not None else None
+    figures: dict[str, Any] = {}
+    if a is not None:
+        figures = {
+            "tpot_ms": a.tpot_ms, "tpot_ci95": [a.tpot_ci95.low, a.tpot_ci95.high]
+            if a.tpot_ci95 else None, "tpot_median_ms": a.tpot_median_ms,
+            "tpot_p95_ms": a.tpot_p95_ms, "decode_tok_s": a.decode_tok_s,
+            "ttft_mean_s": a.ttft_mean_s, "e2e_mean_s": a.e2e_mean_s,
+            "accept_length": a.accept_length, "accuracy": a.accuracy,
+            "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
+            if a.accuracy_ci95 else None, "requests": a.requests,
+        }
+    profile = {
+        "profile_version": 1,
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "tuner_version": __version__,
+        "source": {"study": study_name, "storage": storage_url, "trial": trial_number},
+        "model": model_path,
+        "machine": result.machine,
+        "engine": {"measured_with": result.engine, "version": result.engine_version,
+                   "simulated": result.simulated, "time_scale": result.time_scale},
+        "config": result.config,
+        "config_hash": result.config_hash,
+        "workload": result.workload,
+        "figures": figures,
+        "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
+        + f", {result.workload.get('concurrency', 1)} request(s) in flight",
+        "baseline": {"tpot_ms": base.tpot_ms, "accuracy": base.accuracy} if base else None,
+        "speedup": (base.tpot_ms / a.tpot_ms) if (base and a and base.tpot_ms and a.tpot_ms)
+        else None,
+        "launch": {"argv": plan.argv, "env": {k: v for k, v in plan.env.items()
+                                              if not k.startswith("TUNER_SIM_")},
+                   "config_file": "sglang.yaml", "env_file": "sglang.env"},
+        "expect": expectations(result, gate_floor=gate_floor, tpot_tolerance=tpot_tolerance),
+    }
+    (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return [out / n for n in ("sglang.yaml", "sglang.env", "launch.sh", "profile.yaml")]

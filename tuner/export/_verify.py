@@ -1,0 +1,99 @@
+"""``tuner verify``: is a running server what a profile says it should be?
+
+Every expected ``/server_info`` value first (the settings that must have taken effect),
+optionally the expected log lines (``--log``), then a short probe workload whose accept
+length and TPOT must fall in the profile's ranges: the start-up check the published lesson
+asks for (an FP8 LM head whose draft cannot use it shows accept length 1.00 and nothing
+else).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tuner.space._schema import Workload
+from tuner.trial._evidence import MISSING
+from tuner.trial._evidence import lookup
+from tuner.trial._evidence import same_value
+from tuner.trial._stats import aggregate
+from tuner.trial._workload import BenchError
+from tuner.trial._workload import prepare
+from tuner.trial._workload import run_requests
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool | None          # None: informational
+    expected: str
+    observed: str
+
+
+def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
+           log_text: str | None = None, probe_requests: int = 8, gsm8k: str | None = None
+           ) -> list[Check]:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    expect = profile.get("expect") or {}
+    checks: list[Check] = []
+    try:
+        resp = httpx.get(url.rstrip("/") + "/server_info", headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        return [Check("server reachable", False, url, f"{exc.__class__.__name__}: {exc}")]
+    if resp.status_code != 200:
+        return [Check("server reachable", False, "HTTP 200 from /server_info",
+                      f"HTTP {resp.status_code}" + (" (wrong or missing --api-key)"
+                                                    if resp.status_code == 401 else ""))]
+    info = resp.json()
+    for field, want in (expect.get("server_info") or {}).items():
+        got = lookup(info, field)
+        if got is MISSING:
+            checks.append(Check(f"/server_info {field}", False, repr(want), "no such field"))
+        else:
+            checks.append(Check(f"/server_info {field}", same_value(want, got), repr(want),
+                                repr(got)))
+    version = (profile.get("engine") or {}).get("version")
+    if version:
+        checks.append(Check("engine version", None, str(version), str(info.get("version"))))
+    if log_text is not None:
+        for pattern in expect.get("log") or []:
+            ok = re.search(pattern, log_text, re.M) is not None
+            checks.append(Check(f"log /{pattern}/", ok, "present", "present" if ok else
+                                "absent"))
+        for pattern in expect.get("log_absent") or []:
+            ok = re.search(pattern, log_text, re.M) is None
+            checks.append(Check(f"no log /{pattern}/", ok, "absent", "absent" if ok else
+                                "present"))
+    for knob, why in (expect.get("unobservable") or {}).items():
+        checks.append(Check(f"{knob} (unobservable)", None, "-", why))
+    if probe_requests <= 0:
+        return checks
+    wl = Workload.model_validate(profile.get("workload") or {})
+    kind = "gsm8k" if (wl.kind == "gsm8k" and gsm8k) else "synthetic"
+    probe = wl.model_copy(update={"kind": kind, "questions": probe_requests,
+                                  "warmup_requests": 1, "max_tokens": min(wl.max_tokens, 1024),
+                                  "input_len": 512, "output_len": 256})
+    prepared = prepare(probe, gsm8k_source=gsm8k)
+    scale = float(info.get("time_scale", 1.0) or 1.0)
+    try:
+        run_requests(url, headers, prepared.warmup, scale=scale)
+        records = run_requests(url, headers, prepared.measured, scale=scale)
+    except BenchError as exc:
+        checks.append(Check("probe workload", False, f"{probe_requests} requests", str(exc)))
+        return checks
+    agg = aggregate(records)
+    al = expect.get("accept_length")
+    if al is not None:
+        got = agg.accept_length or 1.0
+        checks.append(Check("accept length (probe)", got >= al["min"],
+                            f">= {al['min']:.2f} (measured {al['measured']:.2f})",
+                            f"{got:.2f}"))
+    tp = expect.get("tpot_ms")
+    if tp is not None and agg.tpot_ms is not None:
+        checks.append(Check(f"TPOT (probe, {kind})", agg.tpot_ms <= tp["max"],
+                            f"<= {tp['max']:.2f} ms (measured {tp['measured']:.2f})",
+                            f"{agg.tpot_ms:.2f} ms"))
+    return checks
