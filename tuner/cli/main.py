@@ -11,9 +11,11 @@ import sys
 import typer
 
 from tuner import __version__
+from tuner.cli import dashboard
 from tuner.cli import doctor
 from tuner.cli import export
 from tuner.cli import plan
+from tuner.cli import report
 from tuner.cli import sim
 from tuner.cli import space
 from tuner.cli import sweep
@@ -39,6 +41,8 @@ app.command("trial")(trial.trial)
 app.command("sweep")(sweep.sweep)
 app.command("export")(export.export)
 app.command("verify")(verify.verify)
+app.command("report")(report.report)
+app.command("dashboard")(dashboard.dashboard)
 
 
 def _version(value: bool) -> None:

@@ -114,10 +114,21 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: b
         study.tell(trial, state=TrialState.FAIL)
         return "FAIL"
     constraints = dict(result.gate.constraints if result.gate else {})
-    for key in CONSTRAINT_KEYS:
-        trial.set_constraint(key, float(constraints.get(key, 0.0 if key == "failed" else -1.0)))
+    ordered = [float(constraints.get(k, 0.0 if k == "failed" else -1.0))
+               for k in CONSTRAINT_KEYS]
+    for key, value in zip(CONSTRAINT_KEYS, ordered, strict=True):
+        trial.set_constraint(key, value)
+    write_legacy_constraints(study, trial._trial_id, ordered)
     study.tell(trial, values)
     return "COMPLETE"
+
+
+def write_legacy_constraints(study: Any, trial_id: int, values: list[float]) -> None:
+    """Also store the constraints in the pre-5.0 format (system attr ``constraints``, a list
+    in CONSTRAINT_KEYS order): optuna-dashboard 0.21 reads only that one, and without it
+    draws gated trials as feasible (optuna-ray-facts.md, summary item 2). Optuna merges both
+    formats into ``trial.constraints`` with the same feasibility."""
+    study._storage.set_trial_system_attr(trial_id, "constraints", values)
 
 
 def add_failure_twin(study: Any, failed: Any, *, with_accuracy: bool, pessimistic_tpot: float,
@@ -129,7 +140,8 @@ def add_failure_twin(study: Any, failed: Any, *, with_accuracy: bool, pessimisti
     twin = optuna.trial.create_trial(
         params=failed.params, distributions=failed.distributions, values=values,
         constraints={"accept_length_floor": 0.0, "accuracy_drop": 0.0, "failed": 1.0},
-        user_attrs={ROLE: "failure_twin", "twin_of": failed.number, "reason": reason})
+        user_attrs={ROLE: "failure_twin", "twin_of": failed.number, "reason": reason},
+        system_attrs={"constraints": [0.0, 0.0, 1.0]})
     study.add_trial(twin)
 
 

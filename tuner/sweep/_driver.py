@@ -21,9 +21,11 @@ from tuner.errors import UserError
 from tuner.space import SearchSpace
 from tuner.study._bridge import suggest
 from tuner.study._lock import DriverLock
+from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
 from tuner.study._record import tell_result
+from tuner.study._record import write_legacy_constraints
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.sweep._base import Outcome
@@ -373,8 +375,10 @@ class Driver:
                 trial.set_user_attr(k, v)
         self.progress.duplicates += 1
         if earlier.state == TrialState.COMPLETE:
-            for k, v in earlier.constraints.items():
+            values = [float(earlier.constraints.get(k, 0.0)) for k in CONSTRAINT_KEYS]
+            for k, v in zip(CONSTRAINT_KEYS, values, strict=True):
                 trial.set_constraint(k, v)
+            write_legacy_constraints(self.study, trial._trial_id, values)
             self.study.tell(trial, list(earlier.values))
         else:
             self.study.tell(trial, state=TrialState.FAIL)

@@ -1,0 +1,53 @@
+"""``tuner report``: the Pareto front, a leaderboard, failures and per-knob effects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def report(
+    study: str = typer.Argument(..., help="study name"),
+    storage: str = typer.Option(None, help="Optuna storage URL or journal file (default "
+                                "trials/<study>.db)"),
+    top: int = typer.Option(10, min=1, help="leaderboard rows"),
+    html: Path = typer.Option(None, help="write a self-contained HTML page with plots"),
+    csv: Path = typer.Option(None, help="write the trials table as CSV"),
+    json_: bool = typer.Option(False, "--json", help="print the front and leaderboard as JSON"),
+) -> None:
+    """Print the Pareto front and leaderboard (rich tables); optionally HTML, CSV, JSON."""
+    import json
+
+    from tuner.cli._common import console
+    from tuner.report._data import collect
+    from tuner.report._tables import front_table
+    from tuner.report._tables import leaderboard
+    from tuner.report._tables import print_tables
+    from tuner.study._open import open_study
+
+    st, _ = open_study(study, storage)
+    data = collect(st)
+    front = front_table(data)
+    board = leaderboard(data, top)
+    if csv is not None:
+        cols = [c for c in data.trials.columns if c != "config"]
+        data.trials[cols].to_csv(csv, index=False)
+    if html is not None:
+        from tuner.report._html import render
+
+        html.write_text(render(data, {"Pareto front": front, "Leaderboard": board,
+                                      "Failures by reason": data.failures(),
+                                      "Per-knob effects": data.knob_effects()}))
+    if json_:
+        typer.echo(json.dumps({"study": study, "simulated": data.simulated,
+                               "front": front.to_dict(orient="records"),
+                               "leaderboard": board.to_dict(orient="records"),
+                               "failures": data.failures().to_dict(orient="records")},
+                              indent=2, default=str))
+        return
+    print_tables(console(), data, front, board)
+    if html is not None:
+        console().print(f"wrote {html}")
+    if csv is not None:
+        console().print(f"wrote {csv}")

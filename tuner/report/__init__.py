@@ -1,0 +1,1 @@
+"""Reports: the front, the leaderboard, failures, per-knob effects, plots."""

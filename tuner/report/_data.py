@@ -1,0 +1,134 @@
+"""A study as tables: one row per trial, the Pareto front, failures, per-knob effects.
+
+Kinds of trial: ``feasible`` (measured, every constraint met), ``gated`` (measured, a gate
+rule fired: collapse or accuracy drop), ``failed`` (no measurement: crash, OOM, timeout,
+unsupported knob, effect mismatch...). Failure twins and repeats of a measured configuration
+are bookkeeping and never shown as trials of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from tuner.space import value_key
+from tuner.study._record import ROLE
+
+
+@dataclass
+class StudyData:
+    name: str
+    trials: pd.DataFrame
+    knobs: list[str]
+    baseline: dict[str, Any] | None
+    simulated: bool
+    with_accuracy: bool
+
+    @property
+    def measured(self) -> pd.DataFrame:
+        return self.trials[self.trials["kind"] != "failed"]
+
+    @property
+    def feasible(self) -> pd.DataFrame:
+        return self.trials[self.trials["kind"] == "feasible"]
+
+    def front(self) -> pd.DataFrame:
+        """Non-dominated feasible trials (min TPOT, max accuracy), fastest first."""
+        f = self.feasible.sort_values(["tpot_ms", "accuracy"], ascending=[True, False])
+        keep, best_acc = [], -1.0
+        for idx, row in f.iterrows():
+            acc = row["accuracy"] if self.with_accuracy else 0.0
+            acc = -1.0 if pd.isna(acc) else acc
+            if acc > best_acc or not keep:
+                keep.append(idx)
+                best_acc = max(best_acc, acc)
+        return f.loc[keep]
+
+    def failures(self) -> pd.DataFrame:
+        f = self.trials[self.trials["kind"] == "failed"]
+        if f.empty:
+            return pd.DataFrame(columns=["reason", "trials", "example"])
+        rows = []
+        for reason, grp in f.groupby("reason", dropna=False):
+            first = grp.iloc[0]
+            rows.append({"reason": reason or "unknown", "trials": len(grp),
+                         "example": f"#{first['number']}: {(first['message'] or '')[:120]}"})
+        return pd.DataFrame(rows).sort_values("trials", ascending=False)
+
+    def knob_effects(self) -> pd.DataFrame:
+        """Per knob value: trials, failures, median and best TPOT of feasible trials."""
+        rows = []
+        t = self.trials
+        for knob in self.knobs:
+            col = f"knob.{knob}"
+            if col not in t:
+                continue
+            for value, grp in t.groupby(col, dropna=True):
+                feas = grp[grp["kind"] == "feasible"]["tpot_ms"]
+                rows.append({"knob": knob, "value": value, "trials": len(grp),
+                             "failed": int((grp["kind"] == "failed").sum()),
+                             "gated": int((grp["kind"] == "gated").sum()),
+                             "median_tpot_ms": feas.median() if len(feas) else None,
+                             "best_tpot_ms": feas.min() if len(feas) else None})
+        return pd.DataFrame(rows)
+
+
+def _kind(t: Any) -> str:
+    from optuna.trial import TrialState
+
+    if t.state != TrialState.COMPLETE or not t.values:
+        return "failed"
+    return "feasible" if all(v <= 0 for v in t.constraints.values()) else "gated"
+
+
+def collect(study: Any) -> StudyData:
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    knobs: list[str] = []
+    rows = []
+    baseline = None
+    for t in trials:
+        a = t.user_attrs
+        role = a.get(ROLE)
+        if role in ("failure_twin", "duplicate") or a.get("recovered"):
+            continue
+        if t.state not in (TrialState.COMPLETE, TrialState.FAIL):
+            continue
+        cfg = a.get("config") or dict(t.params)
+        for k in cfg:
+            if k not in knobs:
+                knobs.append(k)
+        ci = a.get("tpot_ci95") or [None, None]
+        aci = a.get("accuracy_ci95") or [None, None]
+        row = {
+            "number": t.number, "role": role or "trial", "kind": _kind(t),
+            "tpot_ms": a.get("tpot_ms"), "tpot_lo": ci[0], "tpot_hi": ci[1],
+            "decode_tok_s": a.get("decode_tok_s"), "accuracy": a.get("accuracy"),
+            "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": a.get("accept_length"),
+            "ttft_s": a.get("ttft_s"), "speedup": a.get("speedup"),
+            "reason": a.get("reason"), "message": a.get("message"),
+            "gate": ", ".join(a.get("gate") or []), "config": cfg,
+            "config_hash": a.get("config_hash"),
+            **{f"knob.{k}": value_key(v) for k, v in cfg.items()},
+        }
+        rows.append(row)
+        if role == "baseline" and row["kind"] != "failed":
+            baseline = row
+    df = pd.DataFrame(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
+                                   "message", "config"])
+    simulated = bool(study.user_attrs.get("tuner:engine", "").startswith("sim"))
+    return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
+                     simulated=simulated, with_accuracy=len(study.directions) > 1)
+
+
+def differs(row: Any, baseline: dict[str, Any] | None) -> str:
+    if baseline is None:
+        return ""
+    base = baseline["config"]
+    cfg = row["config"]
+    return " ".join(f"{k}={v}" for k, v in cfg.items() if base.get(k) != v) or "(baseline)"

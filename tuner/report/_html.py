@@ -1,0 +1,150 @@
+"""A self-contained HTML report with plotly charts (plotly.js inlined: works offline)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pandas as pd
+
+from tuner.report._data import StudyData
+from tuner.report._data import differs
+
+
+#: Colours that tell the three kinds of trial apart (also in the screenshot test).
+FEASIBLE = "#1f77b4"
+FRONT = "#2ca02c"
+GATED = "#9a9a9a"
+FAILED = "#d62728"
+
+
+def _hover(df: pd.DataFrame, data: StudyData) -> list[str]:
+    out = []
+    for _, r in df.iterrows():
+        lines = [f"trial #{r['number']} ({r['kind']})"]
+        if pd.notna(r.get("tpot_ms")):
+            lines.append(f"TPOT {r['tpot_ms']:.2f} ms")
+        if pd.notna(r.get("accuracy")):
+            lines.append(f"accuracy {r['accuracy']:.1%}")
+        if pd.notna(r.get("accept_length")) and r.get("accept_length"):
+            lines.append(f"accept length {r['accept_length']:.2f}")
+        if r.get("gate"):
+            lines.append(f"gated: {r['gate']}")
+        if r.get("reason") and r["kind"] == "failed":
+            lines.append(f"failed: {r['reason']}")
+        lines.append(differs(r, data.baseline)[:120])
+        out.append("<br>".join(html.escape(str(x)) for x in lines))
+    return out
+
+
+def pareto_figure(data: StudyData) -> Any:
+    import plotly.graph_objects as go
+
+    t = data.trials
+    fig = go.Figure()
+    measured = t[t["kind"] != "failed"]
+    y_col = "accuracy" if data.with_accuracy else "tpot_ms"
+    feas, gated = t[t["kind"] == "feasible"], t[t["kind"] == "gated"]
+    fig.add_trace(go.Scatter(x=feas["tpot_ms"], y=feas[y_col], mode="markers",
+                             name="feasible", hovertext=_hover(feas, data), hoverinfo="text",
+                             marker={"color": FEASIBLE, "size": 11}))
+    front = data.front()
+    fig.add_trace(go.Scatter(x=front["tpot_ms"], y=front[y_col], mode="lines+markers",
+                             name="Pareto front", hovertext=_hover(front, data),
+                             hoverinfo="text", line={"color": FRONT, "width": 2},
+                             marker={"color": FRONT, "size": 14, "symbol": "star"}))
+    fig.add_trace(go.Scatter(x=gated["tpot_ms"], y=gated[y_col], mode="markers",
+                             name="infeasible (gated)", hovertext=_hover(gated, data),
+                             hoverinfo="text",
+                             marker={"color": GATED, "size": 13, "symbol": "x"}))
+    failed = t[t["kind"] == "failed"]
+    if not failed.empty:
+        x_fail = (measured["tpot_ms"].max() * 1.12) if not measured.empty else 1.0
+        y_mid = measured[y_col].median() if not measured.empty else 0.5
+        fig.add_trace(go.Scatter(
+            x=[x_fail] * len(failed), y=[y_mid] * len(failed), mode="markers",
+            name=f"failed ({len(failed)}, no measurement: shown at the right edge)",
+            hovertext=_hover(failed, data), hoverinfo="text",
+            marker={"color": FAILED, "size": 13, "symbol": "triangle-up"}))
+    unit = " (simulated machine time)" if data.simulated else ""
+    fig.update_layout(
+        title=f"{data.name}: TPOT vs GSM8K accuracy{unit}", xaxis_title="TPOT, ms (lower "
+        "is better)", yaxis_title="GSM8K accuracy" if data.with_accuracy else "TPOT",
+        template="plotly_white", height=520, legend={"orientation": "h", "y": -0.2})
+    if data.with_accuracy:
+        fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def knob_figures(data: StudyData) -> list[Any]:
+    import plotly.graph_objects as go
+
+    figs = []
+    m = data.measured
+    for knob in data.knobs:
+        col = f"knob.{knob}"
+        if col not in m or m[col].dropna().nunique() < 2:
+            continue
+        fig = go.Figure()
+        for kind, colour in (("feasible", FEASIBLE), ("gated", GATED)):
+            sub = m[m["kind"] == kind]
+            fig.add_trace(go.Box(x=sub[col].astype(str), y=sub["tpot_ms"], name=kind,
+                                 boxpoints="all", marker_color=colour))
+        fig.update_layout(title=f"TPOT vs {knob}", yaxis_title="TPOT, ms",
+                          template="plotly_white", height=360, boxmode="group")
+        figs.append(fig)
+    return figs
+
+
+def accept_figure(data: StudyData) -> Any | None:
+    import plotly.graph_objects as go
+
+    m = data.measured
+    if "knob.spec_steps" not in m:
+        return None
+    spec = m[m["knob.spec_steps"].notna() & m["accept_length"].notna()]
+    if spec.empty:
+        return None
+    fig = go.Figure()
+    topk = spec["knob.spec_topk"] if "knob.spec_topk" in spec else pd.Series(1, spec.index)
+    for k in sorted(topk.dropna().unique()):
+        sub = spec[topk == k]
+        fig.add_trace(go.Scatter(x=sub["knob.spec_steps"].astype(int), y=sub["accept_length"],
+                                 mode="markers", name=f"topk {k}",
+                                 hovertext=_hover(sub, data), hoverinfo="text",
+                                 marker={"size": 11}))
+    fig.update_layout(title="accept length vs draft steps", xaxis_title="draft steps",
+                      yaxis_title="accept length (tokens per verify round)",
+                      template="plotly_white", height=380)
+    return fig
+
+
+def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    figs = [pareto_figure(data), *( [f] if (f := accept_figure(data)) else []),
+            *knob_figures(data)]
+    parts = [pio.to_html(f, full_html=False, include_plotlyjs=False, config={
+        "displaylogo": False}) for f in figs]
+    clock = ("Figures are simulated machine time (the built-in Spark simulator)."
+             if data.simulated else "Figures are wall-clock time.")
+    counts = data.trials["kind"].value_counts().to_dict()
+    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("feasible", "gated", "failed"))
+    table_html = "".join(
+        f"<h2>{html.escape(title)}</h2>" + df.to_html(index=False, na_rep="-", escape=True,
+                                                       float_format=lambda v: f"{v:.3g}")
+        for title, df in tables.items())
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>tuner report: {html.escape(data.name)}</title>
+<script>{get_plotlyjs()}</script>
+<style>body{{font-family:system-ui,sans-serif;margin:24px;max-width:1200px}}
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ddd;padding:4px 8px}}
+th{{background:#f3f3f3}}</style></head>
+<body><h1>tuner report: {html.escape(data.name)}</h1>
+<p>{summary} trials. {clock} TPOT is the token-weighted mean over measured requests
+(decode time / decode tokens); accept length is this trial's tokens / verify rounds;
+accuracy is exact match of the final number on a fixed, seeded GSM8K subset.</p>
+{''.join(parts)}
+{table_html}
+</body></html>"""
