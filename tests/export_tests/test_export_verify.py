@@ -1,0 +1,160 @@
+"""Export a profile from a real trial, check SGLang's --config rules, verify live servers."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import GSM8K_DIR
+from tests.conftest import SPARK
+from tests.conftest import tuner_argv
+from tests.simulator import sim_env
+from tuner.engines import make_engine
+from tuner.export._profile import write_profile
+from tuner.space import load_space
+from tuner.trial import TrialOptions
+from tuner.trial import TrialResult
+from tuner.trial import run_trial
+from tuner.trial._server import free_port
+from tuner_sim.args import build_parser
+from tuner_sim.config_file import merge
+
+
+SPACE = load_space(SPARK)
+OPTIMISED = {"moe_backend": "humming", "lm_head": "fp8", "speculative": "NEXTN"}
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> TrialResult:
+    tmp = tmp_path_factory.mktemp("trial")
+    engine = make_engine("sim:fork", sim_env=sim_env(tmp, 100.0))
+    wl = SPACE.spec.workload.model_copy(update={"questions": 12})
+    r = run_trial(SPACE, engine, engine.resolve(SPACE, OPTIMISED),
+                  TrialOptions(workdir=tmp, workload=wl, gsm8k=str(GSM8K_DIR),
+                               startup_timeout_s=30))
+    assert r.feasible, r.message
+    return r
+
+
+@pytest.fixture(scope="module")
+def profile(measured: TrialResult, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("profile")
+    write_profile(out, make_engine("sglang"), ["sglang", "serve"], SPACE.spec.model.path,
+                  measured, trial_number=3, study_name="s", storage_url="sqlite:///x.db",
+                  baseline=None, gate_floor=1.2)
+    return out
+
+
+def _tokens(argv: list[str]) -> list[str]:
+    """Flag/value tokens without the entry point, the model path, host and port."""
+    out, skip = [], False
+    start = next(i for i, tok in enumerate(argv) if tok.startswith("--"))
+    for tok in argv[start:]:
+        if skip:
+            skip = False
+        elif tok in ("--model-path", "--host", "--port"):
+            skip = True
+        else:
+            out.append(tok)
+    return out
+
+
+def test_config_file_reproduces_the_measured_argv_under_sglang_rules(
+        profile: Path, measured: TrialResult) -> None:
+    cli = ["--model-path", SPACE.spec.model.path, "--config", str(profile / "sglang.yaml"),
+           "--host", measured.plan.host, "--port", str(measured.plan.port)]
+    merged = merge(build_parser(), cli)          # SGLang 0.5.23's ConfigArgumentMerger rules
+    assert _tokens(merged) == _tokens(measured.plan.argv)
+    parser = build_parser()
+    assert parser.parse_args(merged) == parser.parse_args(
+        measured.plan.argv[measured.plan.argv.index("--model-path"):])
+    data = yaml.safe_load((profile / "sglang.yaml").read_text())
+    assert all("_" not in k for k in data)       # dashes: underscores are rejected
+    assert "model-path" not in data              # must stay on the command line
+
+
+def test_launch_script_is_safe_and_its_env_matches(profile: Path, measured: TrialResult
+                                                   ) -> None:
+    script = (profile / "launch.sh").read_text()
+    assert subprocess.run(["bash", "-n", str(profile / "launch.sh")]).returncode == 0
+    assert "\nexec sglang serve --model-path" in script and "api-key" not in script.split(
+        "\n", 3)[3].replace("--api-key KEY", "")
+    env = subprocess.run(["bash", "-c", f"set -a; . {shlex.quote(str(profile / 'sglang.env'))}"
+                          "; env -0"], capture_output=True, env={}, check=True).stdout
+    got = dict(kv.split("=", 1) for kv in env.decode().split("\0") if "=" in kv)
+    for k, v in measured.plan.env.items():
+        if not k.startswith("TUNER_SIM_"):
+            assert got[k] == v
+    prof = yaml.safe_load((profile / "profile.yaml").read_text())
+    assert prof["engine"]["simulated"] is True and prof["config"] == measured.config
+    assert prof["expect"]["server_info"]["speculative_algorithm"] == "EAGLE"
+    assert prof["expect"]["accept_length"]["min"] >= 1.2
+
+
+def _serve(profile: Path, tmp: Path, variant: str, yaml_edit: dict | None = None
+           ) -> tuple[subprocess.Popen[bytes], str, Path]:
+    cfg = profile / "sglang.yaml"
+    if yaml_edit:
+        data = yaml.safe_load(cfg.read_text())
+        data.update(yaml_edit)
+        cfg = tmp / "edited.yaml"
+        cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    port = free_port()
+    env = dict(os.environ)
+    for line in (profile / "sglang.env").read_text().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            env[k] = shlex.split(v)[0] if v else ""
+    env.update(sim_env(tmp, 100.0))
+    log = tmp / f"{variant}-{port}.log"
+    module = {"fork": "tuner_sim.fork", "fork-unshared": "tuner_sim.fork_unshared"}[variant]
+    proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--model-path",
+                             SPACE.spec.model.path, "--config", str(cfg), "--port", str(port)],
+                            env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}", log
+
+
+def _verify(profile: Path, url: str, log: Path) -> subprocess.CompletedProcess[str]:
+    import time
+
+    import httpx
+
+    for _ in range(150):
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return subprocess.run(tuner_argv("verify", str(profile / "profile.yaml"), "--url", url,
+                                     "--log", str(log), "--gsm8k", str(GSM8K_DIR),
+                                     "--probe", "6"), capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "edit", "failing"), [
+    ("fork", None, None),
+    ("fork", {"moe-runner-backend": "marlin"}, "/server_info moe_runner_backend"),
+    ("fork-unshared", None, "accept length (probe)"),
+])
+def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str,
+                                     edit: dict | None, failing: str | None) -> None:
+    proc, url, log = _serve(profile, tmp_path, variant, edit)
+    try:
+        out = _verify(profile, url, log)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    if failing is None:
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "PASS: the server is the profile" in out.stdout
+    else:
+        assert out.returncode == 1, out.stdout
+        last = out.stdout.strip().splitlines()[-1]
+        assert last.startswith("FAIL") and failing in last, last
