@@ -66,6 +66,9 @@ class Progress:
     last: str = ""
 
 
+#: Env var tagging every server a sweep starts with its Ray node id (see _reaper.py).
+OWNER_ENV = "TUNER_OWNER"
+
 #: Stop when the sampler keeps proposing configurations that were already measured.
 MAX_REPEATS_IN_A_ROW = 50
 
@@ -251,6 +254,9 @@ class Driver:
                 self.progress.last = f"re-queued trials left running: {recovered}"
             self.enqueue_baseline()
             runner = self.runner_factory()
+            owner = getattr(runner, "node_id", None)
+            if owner:
+                self.options.server_env = {**self.options.server_env, OWNER_ENV: owner}
             self.lock.extra = {"ray_session": getattr(runner, "session_dir", None)}
             self.lock.renew(force=True)
             self._loop(runner)

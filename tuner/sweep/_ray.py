@@ -31,6 +31,7 @@ class RayRunner(TrialRunner):
 
         self._ray = ray
         self._reaper: Any = None
+        self.node_id: str | None = None
         self.started_local = address in (None, "", "local")
         if self.started_local:
             ncpu = os.cpu_count() or 1
@@ -39,7 +40,8 @@ class RayRunner(TrialRunner):
                      resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
             from tuner.sweep import _reaper
 
-            self._reaper = _reaper.start(ray.get_runtime_context().get_node_id())
+            self.node_id = ray.get_runtime_context().get_node_id()
+            self._reaper = _reaper.start(self.node_id)
         else:
             if address != "auto":
                 os.environ.setdefault("RAY_AUTH_MODE", "token")

@@ -5,7 +5,8 @@ survive and ignore SIGTERM (optuna-ray-facts.md, exp14), and a trial server whos
 was killed may survive too. The driver starts this watcher in its own session; when the
 driver's pid is gone it kills every descendant of the driver it saw while the driver lived
 (Ray's GCS, raylet, agents, workers, trial servers) and whatever still carries the node's
-``RAY_NODE_ID`` in its environment, then exits.
+id in its environment (``RAY_NODE_ID`` for Ray's processes, ``TUNER_OWNER`` for the trial
+servers the sweep started), then exits.
 
     python -m tuner.sweep._reaper DRIVER_PID DRIVER_START_TIME NODE_ID
 """
@@ -21,22 +22,23 @@ import time
 import psutil
 
 
-def _env_has(pid: int, entry: bytes) -> bool:
-    """Whether the process's environment holds ``entry``. Read raw: Ray's process titles
-    overwrite the start of the environment block, which defeats psutil's parser."""
+def _env_has(pid: int, entries: tuple[bytes, ...]) -> bool:
+    """Whether the process's environment holds one of ``entries``. Read raw: Ray's process
+    titles overwrite the start of the environment block, which defeats psutil's parser."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
-            return entry in fh.read().split(b"\0")
+            env = set(fh.read().split(b"\0"))
     except OSError:
         return False
+    return any(e in env for e in entries)
 
 
 def node_processes(node_id: str) -> list[psutil.Process]:
     found: dict[int, psutil.Process] = {}
-    entry = f"RAY_NODE_ID={node_id}".encode()
+    entries = (f"RAY_NODE_ID={node_id}".encode(), f"TUNER_OWNER={node_id}".encode())
     for p in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            if p.pid != os.getpid() and _env_has(p.pid, entry):
+            if p.pid != os.getpid() and _env_has(p.pid, entries):
                 found[p.pid] = p
                 for child in p.children(recursive=True):
                     found[child.pid] = child
@@ -91,7 +93,12 @@ def watch(pid: int, started: float, node_id: str, poll_s: float = 0.5) -> None:
         time.sleep(poll_s)
     time.sleep(1.0)   # let Ray's own clean-up go first
     kill_snapshot(seen)
-    kill_node(node_id)
+    for _ in range(5):  # a worker killed mid-spawn can still start a child: sweep again
+        if kill_node(node_id) == 0:
+            time.sleep(0.5)
+            if kill_node(node_id) == 0:
+                break
+        time.sleep(0.5)
 
 
 def start(node_id: str) -> subprocess.Popen[bytes]:

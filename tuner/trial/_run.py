@@ -59,7 +59,9 @@ class TrialOptions:
     baseline_per_question: dict[str, bool] | None = None
     reference_accept_length: float | None = None
     keep_full_server_info: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Added to the server's environment (not to the plan): e.g. the sweep's owner tag,
+    #: by which its clean-up finds servers a killed driver left behind.
+    server_env: dict[str, str] = field(default_factory=dict)
 
 
 def _now() -> str:
@@ -106,7 +108,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
             return _finish(fail("unsupported_knob", detail), t_start, 1.0)
     prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k)
-    server = ServerProcess(plan, log_path)
+    server = ServerProcess(plan, log_path, extra_env=opts.server_env)
     scale = 1.0
     try:
         server.start()

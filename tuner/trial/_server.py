@@ -69,9 +69,10 @@ def port_is_free(host: str, port: int) -> bool:
 class ServerProcess:
     """One server started from ``plan``, its log captured to ``log_path``."""
 
-    def __init__(self, plan: LaunchPlan, log_path: Path, *, api_key: str | None = None
-                 ) -> None:
+    def __init__(self, plan: LaunchPlan, log_path: Path, *, api_key: str | None = None,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.plan = plan
+        self.extra_env = dict(extra_env or {})
         self.log_path = Path(log_path)
         self.api_key = api_key
         self.proc: subprocess.Popen[bytes] | None = None
@@ -88,7 +89,7 @@ class ServerProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.plan.env}
+        env = {**os.environ, **self.plan.env, **self.extra_env}
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(self.plan.argv, env=env, stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
