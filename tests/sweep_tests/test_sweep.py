@@ -148,7 +148,8 @@ def test_faulty_space_keeps_going_with_reasons_and_a_clean_front(tmp_path: Path)
         {"kind": "hang", "when": {"moe_runner_backend": "marlin"}},
     ])
     proc = subprocess.run(sweep_argv(tmp_path, "sim:fork-unshared", "--sim-faults", faults,
-                                     "--sampler", "random", trials=14),
+                                     "--sampler", "random", "--startup-timeout", "5",
+                                     trials=14),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     study = load(tmp_path)

@@ -34,6 +34,8 @@ def sweep(
     sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
     trial_timeout: float = typer.Option(None, help="wall seconds before a trial is cancelled "
                                         "(default 6 h; scaled down for the simulator)"),
+    startup_timeout: float = typer.Option(None, help="wall seconds a server may take to be "
+                                          "ready (default 1800; scaled for the simulator)"),
     break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
                                     "another host"),
     probe: bool = typer.Option(True, help="check the engine's flags and env vars first"),
@@ -78,7 +80,7 @@ def sweep(
         caps = run_probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
         if not caps.found:
             raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
-    startup = 1800.0 / choice.time_scale + 30.0
+    startup = startup_timeout or (1800.0 / choice.time_scale + 30.0)
     opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
                         startup_timeout_s=startup, capabilities=caps)
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
