@@ -51,10 +51,13 @@ def test_dashboard_lists_trials_marks_gated_infeasible_and_serves_artifacts(
     for t in gated:                                 # legacy constraints: the dashboard sees them
         assert any(c > 0 for c in t["constraints"]), t["constraints"]
     with_art = next(t for t in trials if t["artifacts"])
-    art = with_art["artifacts"][0]
+    art = next(a for a in with_art["artifacts"] if a["filename"].endswith("-result.json"))
     resp = httpx.get(f"{dashboard}/artifacts/{sid}/{with_art['trial_id']}/"
                      f"{art['artifact_id']}", timeout=10)
-    assert resp.status_code == 200 and resp.content
+    assert resp.status_code == 200
+    from tuner.trial import TrialResult
+
+    assert TrialResult.model_validate_json(resp.content).config
 
 
 def test_dashboard_pareto_view_greys_infeasible_trials(dashboard: str, tmp_path: Path) -> None:
