@@ -109,7 +109,8 @@ class PerfModel:
 
     def routed_ms(self, m_tokens: float, overlap: float, layers: int, backend: str) -> float:
         nbytes = layers * self.distinct_experts(m_tokens, overlap) * self.model.expert_bytes
-        return self._ms(nbytes, self._moe_eff(backend))
+        return (self._ms(nbytes, self._moe_eff(backend))
+                + layers * self.machine.moe_layer_overhead_us.get(backend, 0.0) / 1000.0)
 
     def lm_head_ms(self) -> float:
         per_param = 1.0 if self.s.lm_head == "fp8" else 2.0

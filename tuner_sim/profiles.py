@@ -66,6 +66,9 @@ class Machine(_M):
     spec_round_overhead_ms: float
     prefill_overhead_ms: float
     startup: Startup
+    #: Fixed cost per MoE layer per forward, by MoE backend (the kernels' launch and latency
+    #: floor), as a GPU probe measures it; absent where the step overhead absorbs it.
+    moe_layer_overhead_us: dict[str, float] = {}
     calibration: dict[str, object] | None = None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 
@@ -20,7 +21,8 @@ class EngineChoice:
 
 
 def choose_engine(name: str, *, engine_command: str | None, time_scale: float, noise: float,
-                  sim_seed: int, sim_faults: str | None, gsm8k: str | None) -> EngineChoice:
+                  sim_seed: int, sim_faults: str | None, gsm8k: str | None,
+                  sim_profiles: Path | None = None) -> EngineChoice:
     """``auto`` picks SGLang when it and a GPU are present, else the simulator."""
     from tuner.cli._common import split_command
     from tuner.engines import make_engine
@@ -36,12 +38,12 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
         env = {"TUNER_SIM_TIME_SCALE": f"{time_scale:g}", "TUNER_SIM_NOISE": f"{noise:g}",
                "TUNER_SIM_SEED": str(sim_seed)}
         if gsm8k:
-            from pathlib import Path
-
             folder = Path("trials/.cache/gsm8k") if gsm8k == "online" else Path(gsm8k)
             env["TUNER_SIM_GSM8K"] = str(folder.resolve())
         if sim_faults:
             env["TUNER_SIM_FAULTS"] = sim_faults
+        if sim_profiles is not None:
+            env["TUNER_SIM_PROFILE_DIR"] = str(Path(sim_profiles).resolve())
         return EngineChoice(make_engine(name, sim_env=env), True, time_scale, note)
     return EngineChoice(make_engine(name, command=split_command(engine_command)), False, 1.0,
                         note)

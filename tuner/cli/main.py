@@ -15,6 +15,7 @@ from tuner.cli import dashboard
 from tuner.cli import doctor
 from tuner.cli import export
 from tuner.cli import plan
+from tuner.cli import probe
 from tuner.cli import report
 from tuner.cli import sim
 from tuner.cli import space
@@ -43,6 +44,7 @@ app.command("export")(export.export)
 app.command("verify")(verify.verify)
 app.command("report")(report.report)
 app.command("dashboard")(dashboard.dashboard)
+app.command("probe")(probe.probe)
 
 
 def _version(value: bool) -> None:

@@ -32,6 +32,8 @@ def sweep(
     time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
     noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
     sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
+    sim_profiles: Path = typer.Option(None, help="simulator: extra profile folder (a twin "
+                                      "calibrated by tuner probe)"),
     trial_timeout: float = typer.Option(None, help="wall seconds before a trial is cancelled "
                                         "(default 6 h; scaled down for the simulator)"),
     startup_timeout: float = typer.Option(None, help="wall seconds a server may take to be "
@@ -61,7 +63,8 @@ def sweep(
     from tuner.trial import TrialOptions
 
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
-                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k)
+                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
+                           sim_profiles=sim_profiles)
     space = load_checked_space(space_file, choice.engine)
     if trials is None and hours is None:
         trials = 30

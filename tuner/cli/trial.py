@@ -27,6 +27,8 @@ def trial(
     time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
     noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
     sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
+    sim_profiles: Path = typer.Option(None, help="simulator: extra profile folder (a twin "
+                                      "calibrated by tuner probe)"),
     probe: bool = typer.Option(True, help="check the engine knows every flag and env var "
                                "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
@@ -47,7 +49,8 @@ def trial(
     from tuner.trial import run_trial
 
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
-                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k)
+                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
+                           sim_profiles=sim_profiles)
     space = load_checked_space(space_file, choice.engine)
     config = choice.engine.resolve(space, parse_sets(space, set_))
     updates = {k: v for k, v in {"kind": workload, "questions": questions,
