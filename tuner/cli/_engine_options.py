@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Any
 
 
 if TYPE_CHECKING:
@@ -18,6 +19,21 @@ class EngineChoice:
     simulated: bool
     time_scale: float
     note: str | None = None
+
+    def default_startup_timeout(self) -> float:
+        """Wall seconds a server may take to be ready: 30 min of machine time, plus slack."""
+        return 1800.0 / self.time_scale + 30.0
+
+
+def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
+    """Probe the engine the choice launches (tuner doctor's findings); fail if it is absent."""
+    from tuner.engines._capabilities import probe
+    from tuner.errors import UserError
+
+    caps = probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
+    if not caps.found:
+        raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
+    return caps
 
 
 def choose_engine(name: str, *, engine_command: str | None, time_scale: float, noise: float,

@@ -54,6 +54,7 @@ def sweep(
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
     from tuner.cli._engine_options import choose_engine
+    from tuner.cli._engine_options import engine_capabilities
     from tuner.cli._sweep_display import Display
     from tuner.cli._sweep_display import print_front
     from tuner.errors import UserError
@@ -76,14 +77,8 @@ def sweep(
     if wl.kind == "gsm8k" and gsm8k is None:
         raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
                         "test.jsonl and train.jsonl) or --gsm8k online")
-    caps = None
-    if probe:
-        from tuner.engines._capabilities import probe as run_probe
-
-        caps = run_probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
-        if not caps.found:
-            raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
-    startup = startup_timeout or (1800.0 / choice.time_scale + 30.0)
+    caps = engine_capabilities(choice, space) if probe else None
+    startup = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
                         startup_timeout_s=startup, capabilities=caps)
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)

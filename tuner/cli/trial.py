@@ -42,6 +42,7 @@ def trial(
     from tuner.cli._common import load_checked_space
     from tuner.cli._common import parse_sets
     from tuner.cli._engine_options import choose_engine
+    from tuner.cli._engine_options import engine_capabilities
     from tuner.cli._trial_report import print_result
     from tuner.errors import UserError
     from tuner.trial import TrialOptions
@@ -66,14 +67,8 @@ def trial(
         except (OSError, ValueError) as exc:
             raise UserError(f"--baseline {baseline}: not a TrialResult ({exc.__class__.__name__})"
                             ) from None
-    caps = None
-    if probe:
-        from tuner.engines._capabilities import probe as run_probe
-
-        caps = run_probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
-        if not caps.found:
-            raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
-    timeout = startup_timeout or (1800.0 / choice.time_scale + 30.0)
+    caps = engine_capabilities(choice, space) if probe else None
+    timeout = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(
         workdir=workdir, workload=wl, gsm8k=gsm8k, startup_timeout_s=timeout,
         capabilities=caps,
