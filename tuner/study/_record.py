@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -143,7 +142,3 @@ def add_failure_twin(study: Any, failed: Any, *, with_accuracy: bool, pessimisti
         user_attrs={ROLE: "failure_twin", "twin_of": failed.number, "reason": reason},
         system_attrs={"constraints": [0.0, 0.0, 1.0]})
     study.add_trial(twin)
-
-
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)

@@ -9,7 +9,6 @@ configurations are measured once: a repeat copies the earlier result.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -492,12 +491,3 @@ def feasible_front(study: Any) -> list[Any]:
 def feasible_best(study: Any) -> Any | None:
     front = feasible_front(study)
     return min(front, key=lambda t: t.values[0]) if front else None
-
-
-def speedup(study: Any, trial: Any) -> float | None:
-    base = next((t for t in study.get_trials(deepcopy=False)
-                 if t.user_attrs.get(ROLE) == "baseline" and t.values), None)
-    if base is None or not trial.values:
-        return None
-    v = base.values[0] / trial.values[0]
-    return v if math.isfinite(v) else None

@@ -33,7 +33,6 @@ class KnobCheck(BaseModel):
 
 
 MISSING = object()
-_MISSING = MISSING
 _STAMP = re.compile(r"^\[[^]]*\] ")
 
 
@@ -41,7 +40,7 @@ def lookup(info: dict[str, Any], dotted: str) -> Any:
     node: Any = info
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
-            return _MISSING
+            return MISSING
         node = node[part]
     return node
 
@@ -63,7 +62,7 @@ def check_knob(ev: KnobEvidence, server_info: dict[str, Any], log_text: str) -> 
     problems: list[str] = []
     for field, expected in ev.server_info.items():
         actual = lookup(server_info, field)
-        if actual is _MISSING:
+        if actual is MISSING:
             problems.append(f"/server_info has no field {field!r}")
         elif same_value(expected, actual):
             seen.append(f"/server_info {field}={actual!r}")
