@@ -237,3 +237,10 @@ def test_evidence_expects_resolved_values() -> None:
     assert ev["spec_draft_tokens"].server_info == {"speculative_num_draft_tokens": 5}
     assert ev["mem_fraction"].server_info == {"mem_fraction_static": 0.68}
     assert ev["lm_head"].server_info == {"enable_fp32_lm_head": True}
+
+
+def test_plan_says_what_it_turns_on_without_flag_names_downstream() -> None:
+    spec = ENGINE.plan(SPACE, ENGINE.resolve(SPACE, {"speculative": "NEXTN"}))
+    base = ENGINE.plan(SPACE, ENGINE.resolve(SPACE, {}))
+    assert spec.speculative and not base.speculative
+    assert not base.metrics

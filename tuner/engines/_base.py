@@ -61,6 +61,9 @@ class LaunchPlan(BaseModel):
     config_hash: str
     evidence: list[KnobEvidence]
     notes: list[str] = Field(default_factory=list)
+    #: What the launch turns on, so that nothing outside the engine reads flag names.
+    speculative: bool = False
+    metrics: bool = False
 
     @property
     def base_url(self) -> str:

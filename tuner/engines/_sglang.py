@@ -273,7 +273,8 @@ class SGLangEngine(Engine):
         return LaunchPlan(
             engine=self.name, engine_version=space.spec.engine.version, argv=argv, env=env,
             host=host, port=port, config=config.as_dict(), config_hash=config.hash(),
-            evidence=evidence, notes=notes,
+            evidence=evidence, notes=notes, speculative=view.flag(ALGORITHM) is not None,
+            metrics=bool(view.flag("--enable-metrics")),
         )
 
     # -- launch profiles (``sglang serve --config``) ---------------------------------------

@@ -121,7 +121,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
                           timeout=60) as client:
             info = client.get("/server_info").json()
             scale = float(info.get("time_scale", 1.0) or 1.0)
-            if "--enable-metrics" in plan.argv:
+            if plan.metrics:
                 result.metrics = _metrics(client.get("/metrics").text)
         result.time_scale = scale
         result.engine_version = info.get("version")
@@ -154,8 +154,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             return _finish(fail("bench_error", str(exc), server.log_tail()), t_start, scale)
         result.aggregates = aggregate(result.requests)
         result.gate = evaluate(
-            result.aggregates, speculative=info.get("speculative_algorithm") is not None
-            or "--speculative-algorithm" in plan.argv,
+            result.aggregates, speculative=plan.speculative,
             cfg=space.spec.gate, baseline_per_question=opts.baseline_per_question,
             reference_accept_length=opts.reference_accept_length)
         return _finish(result, t_start, scale)
