@@ -22,7 +22,8 @@ def sweep(
     sampler: str = typer.Option("tpe", help="tpe, nsga2, gp (needs torch), random, grid"),
     seed: int = typer.Option(None, help="sampler seed"),
     ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
-                                    "or host:port joins a cluster"),
+                                    "or host:port joins a cluster; 'none': no Ray, trials "
+                                    "in local processes"),
     parallel: int = typer.Option(None, min=1, help="trials at once (default: free GPUs, or "
                                  "half the CPUs for the simulator)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K "
@@ -86,7 +87,11 @@ def sweep(
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline)
 
-    def runner():
+    def runner():  # built lazily: Ray starts only once the lock is held
+        if ray_address == "none":
+            from tuner.sweep._local import LocalRunner
+
+            return LocalRunner(slots=parallel or 1)
         from tuner.sweep._ray import RayRunner
 
         return RayRunner(address=ray_address, gpu=not choice.simulated, slots=parallel)

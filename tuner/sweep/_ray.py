@@ -47,7 +47,7 @@ class RayRunner(TrialRunner):
                 os.environ.setdefault("RAY_AUTH_MODE", "token")
             try:
                 ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-            except (ConnectionError, RuntimeError) as exc:
+            except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise UserError(f"--ray-address {address}: cannot join the Ray cluster "
                                 f"({exc.__class__.__name__}: {str(exc).splitlines()[0]})"
                                 ) from None

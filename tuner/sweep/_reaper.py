@@ -33,9 +33,10 @@ def _env_has(pid: int, entries: tuple[bytes, ...]) -> bool:
     return any(e in env for e in entries)
 
 
-def node_processes(node_id: str) -> list[psutil.Process]:
+def tagged_processes(entries: tuple[bytes, ...]) -> list[psutil.Process]:
+    """Processes whose environment holds one of ``entries`` (``b"NAME=value"``), and their
+    descendants."""
     found: dict[int, psutil.Process] = {}
-    entries = (f"RAY_NODE_ID={node_id}".encode(), f"TUNER_OWNER={node_id}".encode())
     for p in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
             if p.pid != os.getpid() and _env_has(p.pid, entries):
@@ -45,13 +46,21 @@ def node_processes(node_id: str) -> list[psutil.Process]:
     return list(found.values())
 
 
-def kill_node(node_id: str) -> int:
-    procs = node_processes(node_id)
+def node_processes(node_id: str) -> list[psutil.Process]:
+    return tagged_processes((f"RAY_NODE_ID={node_id}".encode(),
+                             f"TUNER_OWNER={node_id}".encode()))
+
+
+def kill_processes(procs: list[psutil.Process]) -> int:
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(procs, timeout=5)
     return len(procs)
+
+
+def kill_node(node_id: str) -> int:
+    return kill_processes(node_processes(node_id))
 
 
 def driver_alive(pid: int, started: float) -> bool:
