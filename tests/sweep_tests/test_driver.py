@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.conftest import SPARK
+from tests.sweep_tests import assert_every_constraint_set
 from tests.sweep_tests.model_runner import ModelRunner
 from tuner.engines import make_engine
 from tuner.space import load_space
@@ -46,10 +47,7 @@ def test_baseline_first_budget_and_every_constraint_with_model_backed_runner(tmp
     assert len(hashes) == len(set(hashes))                 # measured once each
     for t in trials:
         if t.state == optuna.trial.TrialState.COMPLETE:
-            named = {k for k in t.constraints if not k.isdigit()}
-            assert named == {"accept_length_floor", "accuracy_drop", "failed"}
-            assert t.system_attrs["constraints"] == [t.constraints[k] for k in (
-                "accept_length_floor", "accuracy_drop", "failed")]   # for the dashboard
+            assert_every_constraint_set(t)
     fails = [t for t in trials if t.state == optuna.trial.TrialState.FAIL]
     twins = [t for t in trials if t.user_attrs.get(ROLE) == "failure_twin"]
     assert len(twins) == len(fails)

@@ -66,11 +66,11 @@ def print_front(console: Any, study: Any, *, simulated: bool) -> None:
     from rich.table import Table
 
     from tuner.study._record import ROLE
+    from tuner.study._record import baseline_trial
     from tuner.sweep._driver import feasible_front
 
     front = sorted(feasible_front(study), key=lambda t: t.values[0])
-    base = next((t for t in study.get_trials(deepcopy=False)
-                 if t.user_attrs.get(ROLE) == "baseline" and t.values), None)
+    base = baseline_trial(study)
     title = "Pareto front (feasible trials; TPOT vs GSM8K accuracy)"
     if simulated:
         title += " - simulated machine time"

@@ -25,13 +25,12 @@ def export(
     from tuner.export._profile import pick_trial
     from tuner.export._profile import write_profile
     from tuner.study._open import open_study
-    from tuner.study._record import ROLE
+    from tuner.study._record import baseline_trial
 
     st, loc = open_study(study, storage, artifacts)
     trial = pick_trial(st, pick)
     result = load_result(st, trial, loc.artifacts)
-    base_trial = next((t for t in st.get_trials(deepcopy=False)
-                       if t.user_attrs.get(ROLE) == "baseline" and t.values), None)
+    base_trial = baseline_trial(st)
     baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
     import yaml
 

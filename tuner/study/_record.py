@@ -27,6 +27,14 @@ ROLE = "tuner:role"
 CONSTRAINT_KEYS = ("accept_length_floor", "accuracy_drop", "failed")
 
 
+def baseline_trial(study: Any) -> Any | None:
+    """The study's measured baseline (COMPLETE, role ``baseline``), or None."""
+    from optuna.trial import TrialState
+
+    return next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                 if t.user_attrs.get(ROLE) == "baseline"), None)
+
+
 def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str, Any]:
     """Key figures for the dashboard's trial table and for reports."""
     a = result.aggregates

@@ -23,6 +23,7 @@ from tuner.study._lock import DriverLock
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
+from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import write_legacy_constraints
 from tuner.study._storage import OBJECTIVES
@@ -193,12 +194,7 @@ class Driver:
                    and not t.user_attrs.get("recovered"))
 
     def _baseline(self) -> Any | None:
-        from optuna.trial import TrialState
-
-        for t in self._trials():
-            if t.user_attrs.get(ROLE) == "baseline" and t.state == TrialState.COMPLETE:
-                return t
-        return None
+        return baseline_trial(self.study)
 
     def _check_baseline_alive(self) -> None:
         """Raise if the baseline was measured and failed (nothing can be judged without it)."""
