@@ -603,6 +603,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         req = sim.make_request(text, ids, body.get("sampling_params") or {},
                                rid=body.get("rid"))
+        req.stream = bool(body.get("stream"))
         sim.engine.submit(req)
         if not body.get("stream"):
             while not req.finished:
@@ -618,6 +619,7 @@ class _Handler(BaseHTTPRequestHandler):
             if n > seen or done:
                 self._event({"text": sim.text_of(req, n), "meta_info": sim.meta_info(req, done)
                              if done else {**sim.meta_info(req, False), "completion_tokens": n}})
+                req.first_out.set()
                 seen = n
             if done:
                 break
@@ -646,6 +648,7 @@ class _Handler(BaseHTTPRequestHandler):
         if "seed" in body:
             sp["sampling_seed"] = body["seed"]
         req = sim.make_request(str(prompt), None, sp)
+        req.stream = stream
         sim.engine.submit(req)
         rid = ("chatcmpl-" if chat else "cmpl-") + req.rid
         created = int(time.time())
@@ -681,6 +684,7 @@ class _Handler(BaseHTTPRequestHandler):
                           if chat else {"index": 0, "text": delta, "finish_reason": None})
                 self._event({"id": rid, "object": obj + (".chunk" if chat else ""),
                              "created": created, "model": model, "choices": [choice]})
+                req.first_out.set()
                 seen = n
             if done:
                 reason = (req.finish_reason or {}).get("type", "stop")

@@ -68,9 +68,10 @@ SYNTH = {"kind": "synthetic", "input_len": 2048, "output_len": 256, "questions":
          "warmup_requests": 1}
 
 
-# A lower time scale: a fraction of a millisecond of wall-clock jitter at the first and last
-# chunk must stay well under 1% of a request's decode time on a busy 2-core CI machine.
-PRECISE_SCALE = 10.0
+# A low time scale: wall-clock overheads at the first and last chunk are multiplied by the
+# scale, and must stay well under 1% of a request's decode time on a busy 2-core CI machine
+# (benchmarks/sim_fidelity.py measures the error per scale).
+PRECISE_SCALE = 5.0
 
 
 def test_noise_off_tpot_within_1_percent_of_the_model(tmp_path: Path) -> None:
