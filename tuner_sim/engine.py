@@ -115,7 +115,10 @@ class Engine:
             time.sleep(delay)
 
     def _jitter(self) -> float:
-        return math.exp(self.rng.gauss(0.0, self.noise)) if self.noise > 0 else 1.0
+        """A lognormal factor with mean 1, so noise never moves the model's expected time."""
+        if self.noise <= 0:
+            return 1.0
+        return math.exp(self.rng.gauss(-0.5 * self.noise ** 2, self.noise))
 
     def _loop(self) -> None:
         while True:
@@ -148,22 +151,23 @@ class Engine:
                     self.running.append(r)
             self.stats.num_running_reqs = len(self.running)
             self.cond.notify_all()
-        self._start_decode_clock([r for r in admit if r.stream])
+        self._start_decode_clock([r for r in admit if r.stream], now)
 
-    def _start_decode_clock(self, streams: list[SimRequest]) -> None:
-        """Start decode timing once the first tokens are out, as a client times TPOT.
+    def _start_decode_clock(self, streams: list[SimRequest], emitted: float) -> None:
+        """Let the first chunks out, then time decode from the first token's emission.
 
-        Handing a first chunk to a client costs a millisecond or two of wall time (thread
-        wake-ups, the GIL), and every wall millisecond reads as ``time_scale`` machine
-        milliseconds. Decode rounds keep absolute deadlines, so without this the rounds
-        after a late first chunk would catch up and the client would read a decode that is
-        faster than the model (-1% to -4% TPOT at time scale 100, measured). Waiting is
-        bounded: a stalled client does not stop the machine.
+        A client times TPOT from the first chunk, and every wall millisecond reads as
+        ``time_scale`` machine milliseconds. Racing the request handlers for the GIL right
+        after a prefill held first chunks back 1-3 ms (later chunks: under 0.3 ms), and the
+        next rounds' absolute deadlines then caught up, so decode read 0.5-4% fast. Waiting
+        here (bounded: a stalled client does not stop the machine) lets the handlers run
+        alone; the clock still starts at ``emitted``, not after a prefill's sleep overrun,
+        which keeps the first chunk's and the last chunk's wall overheads alike.
         """
         end = time.monotonic() + FIRST_CHUNK_WAIT_S
         for r in streams:
             r.first_out.wait(max(0.0, end - time.monotonic()))
-        self._deadline = max(self._deadline, time.monotonic())
+        self._deadline = max(self._deadline, emitted)
 
     def _accepted(self, r: SimRequest) -> int:
         n = 0
