@@ -32,7 +32,8 @@ SPARK = Path(__file__).resolve().parent.parent / "search_spaces" / "ling-3.0-fla
 
 
 def coverage(repeats: int, scale: float, noise: float, requests: int = 6,
-             input_len: int = 2048, output_len: int = 256) -> tuple[int, list[float]]:
+             input_len: int = 2048, output_len: int = 256, first_seed: int = 0
+             ) -> tuple[int, list[float], list[float]]:
     space = load_space(SPARK)
     pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("ling-3.0-flash-fp4"),
                    Settings())
@@ -40,9 +41,9 @@ def coverage(repeats: int, scale: float, noise: float, requests: int = 6,
     wl = space.spec.workload.model_copy(update={
         "kind": "synthetic", "questions": requests, "warmup_requests": 1,
         "input_len": input_len, "output_len": output_len})
-    covered, errors = 0, []
+    covered, errors, misses = 0, [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(repeats):
+        for seed in range(first_seed, first_seed + repeats):
             engine = make_engine("sim", sim_env={
                 "TUNER_SIM_TIME_SCALE": str(scale), "TUNER_SIM_NOISE": str(noise),
                 "TUNER_SIM_SEED": str(seed)})
@@ -50,9 +51,12 @@ def coverage(repeats: int, scale: float, noise: float, requests: int = 6,
                           TrialOptions(workdir=Path(tmp), workload=wl, startup_timeout_s=60))
             a = r.aggregates
             assert r.ok and a is not None and a.tpot_ci95 is not None and a.tpot_ms, r.message
-            covered += a.tpot_ci95.low <= expected <= a.tpot_ci95.high
             errors.append(a.tpot_ms / expected - 1)
-    return covered, errors
+            if a.tpot_ci95.low <= expected <= a.tpot_ci95.high:
+                covered += 1
+            else:
+                misses.append(errors[-1])
+    return covered, errors, misses
 
 
 def main() -> None:
@@ -60,12 +64,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=100)
     ap.add_argument("--scale", type=float, default=50.0)
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="simulator seeds run from here (the jitter draws are seeded)")
     args = ap.parse_args()
-    covered, errors = coverage(args.repeats, args.scale, args.noise)
-    print(f"repeats {args.repeats}, time scale {args.scale:g}, noise sigma {args.noise:g}")
+    covered, errors, misses = coverage(args.repeats, args.scale, args.noise,
+                                       first_seed=args.first_seed)
+    print(f"repeats {args.repeats} (seeds {args.first_seed}-{args.first_seed + args.repeats - 1}"
+          f"), time scale {args.scale:g}, noise sigma {args.noise:g}")
     print(f"95% interval covered the model's TPOT in {covered} of {args.repeats} repeats")
     print(f"relative error: median {statistics.median(errors):+.3%}, "
           f"max |error| {max(abs(e) for e in errors):.3%}")
+    print(f"misses: {sum(e > 0 for e in misses)} read slow, {sum(e < 0 for e in misses)} read fast"
+          + (f" (errors {', '.join(f'{e:+.3%}' for e in sorted(misses))})" if misses else ""))
 
 
 if __name__ == "__main__":
