@@ -36,7 +36,6 @@ CONFIGS = {
     "optimised": ({"moe_backend": "humming", "lm_head": "fp8", "speculative": "NEXTN"},
                   Settings(moe_backend="humming", lm_head="fp8", speculative=True)),
 }
-GREEDY_OVERLAP = 0.947   # the model profile's routing overlap for greedy decoding
 
 
 def errors(scale: float, repeats: int, input_len: int = 2048, output_len: int = 256,
@@ -60,12 +59,10 @@ def errors(scale: float, repeats: int, input_len: int = 2048, output_len: int = 
                 assert r.ok and a is not None and a.tpot_ms, r.message
                 pm = PerfModel(load_machine("dgx-spark"),
                                load_model_for_path("ling-3.0-flash-fp4"), settings)
-                if settings.speculative:
-                    per_round = sum(x.completion_tokens - 1 for x in r.requests) / sum(
-                        x.spec_verify_ct or 0 for x in r.requests)
-                    expected = pm.round_ms(context, GREEDY_OVERLAP) / per_round
-                else:
-                    expected = pm.forward_ms(1, context, GREEDY_OVERLAP)
+                # one decode iteration (a step, or a round) per token the trial saw per round
+                per_iteration = sum(x.completion_tokens - 1 for x in r.requests) / sum(
+                    x.spec_verify_ct or x.completion_tokens - 1 for x in r.requests)
+                expected = pm.decode_ms(context, "greedy") / per_iteration
                 out[name].append(a.tpot_ms / expected - 1)
     return out
 

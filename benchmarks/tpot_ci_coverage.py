@@ -37,7 +37,7 @@ def coverage(repeats: int, scale: float, noise: float, requests: int = 6,
     space = load_space(SPARK)
     pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("ling-3.0-flash-fp4"),
                    Settings())
-    expected = pm.forward_ms(1, input_len + output_len / 2, 0.947)
+    expected = pm.decode_ms(input_len + output_len / 2, "greedy")
     wl = space.spec.workload.model_copy(update={
         "kind": "synthetic", "questions": requests, "warmup_requests": 1,
         "input_len": input_len, "output_len": output_len})

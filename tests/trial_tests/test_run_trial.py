@@ -59,9 +59,7 @@ def assert_clean(r: TrialResult) -> None:
 def model_tpot(settings: Settings, context: float, accept: float = 1.0) -> float:
     pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("x/ling-3.0-flash-fp4"),
                    settings)
-    step = pm.round_ms(context, 0.947) if settings.speculative else pm.forward_ms(
-        1, context, 0.947)
-    return step / accept
+    return pm.decode_ms(context, "greedy") / accept
 
 
 SYNTH = {"kind": "synthetic", "input_len": 2048, "output_len": 256, "questions": 6,
