@@ -164,11 +164,17 @@ def test_cookbook_config_at_068_starts(tmp_path: Path) -> None:
         assert c.get("/server_info").json()["mem_fraction_static"] == 0.68
 
 
-def test_mem_fraction_030_fails_with_sglang_text(tmp_path: Path) -> None:
+def _started_with_mem_fraction(tmp_path: Path, value: str) -> ServerProcess:
+    """A simulator launched from the baseline plan with ``--mem-fraction-static value``."""
     plan = sim_plan(tmp_path)
-    argv = [a if a != "0.68" else "0.3" for a in plan.argv]
-    server = ServerProcess(plan.model_copy(update={"argv": argv}), tmp_path / "low.log")
+    argv = [a if a != "0.68" else value for a in plan.argv]
+    server = ServerProcess(plan.model_copy(update={"argv": argv}), tmp_path / f"{value}.log")
     server.start()
+    return server
+
+
+def test_mem_fraction_030_fails_with_sglang_text(tmp_path: Path) -> None:
+    server = _started_with_mem_fraction(tmp_path, "0.3")
     with pytest.raises(StartupFailure) as info:
         server.wait_ready(30)
     server.stop()
@@ -178,10 +184,7 @@ def test_mem_fraction_030_fails_with_sglang_text(tmp_path: Path) -> None:
 
 
 def test_above_gb10_cap_never_becomes_ready(tmp_path: Path) -> None:
-    plan = sim_plan(tmp_path)
-    argv = [a if a != "0.68" else "0.75" for a in plan.argv]
-    server = ServerProcess(plan.model_copy(update={"argv": argv}), tmp_path / "hang.log")
-    server.start()
+    server = _started_with_mem_fraction(tmp_path, "0.75")
     with pytest.raises(StartupFailure) as info:
         server.wait_ready(4)      # start-up takes well under 1 s at this time scale
     assert info.value.reason == "startup_timeout"

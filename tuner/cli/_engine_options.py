@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+import typer
+
 
 if TYPE_CHECKING:
     from tuner.engines import Engine
+
+
+# The simulator's options, declared once for every command that can launch it (Typer copies
+# a declaration before it uses one, so sharing them is safe).
+TIME_SCALE = typer.Option(100.0, help="simulator: machine seconds per wall second")
+NOISE = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)")
+SIM_FAULTS = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON")
+SIM_PROFILES = typer.Option(None, help="simulator: extra profile folder (a twin calibrated "
+                            "by tuner probe)")
 
 
 @dataclass
@@ -40,6 +50,8 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
                   sim_seed: int, sim_faults: str | None, gsm8k: str | None,
                   sim_profiles: Path | None = None) -> EngineChoice:
     """``auto`` picks SGLang when it and a GPU are present, else the simulator."""
+    import shutil
+
     from tuner.cli._common import split_command
     from tuner.engines import make_engine
 

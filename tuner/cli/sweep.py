@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tuner.cli import _engine_options as sim_options
+
 
 def sweep(
     space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
@@ -30,11 +32,10 @@ def sweep(
                               "test.jsonl and train.jsonl, or 'online'"),
     questions: int = typer.Option(None, min=1, help="GSM8K subset size per trial"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
-    time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
-    noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
-    sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
-    sim_profiles: Path = typer.Option(None, help="simulator: extra profile folder (a twin "
-                                      "calibrated by tuner probe)"),
+    time_scale: float = sim_options.TIME_SCALE,
+    noise: float = sim_options.NOISE,
+    sim_faults: str = sim_options.SIM_FAULTS,
+    sim_profiles: Path = sim_options.SIM_PROFILES,
     trial_timeout: float = typer.Option(None, help="wall seconds before a trial is cancelled "
                                         "(default 6 h; scaled down for the simulator)"),
     startup_timeout: float = typer.Option(None, help="wall seconds a server may take to be "

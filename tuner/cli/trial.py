@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tuner.cli import _engine_options as sim_options
+
 
 def trial(
     space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
@@ -24,11 +26,10 @@ def trial(
                                   "drop against its per-question results"),
     startup_timeout: float = typer.Option(None, help="seconds to wait for readiness (default "
                                           "1800; scaled down for the simulator)"),
-    time_scale: float = typer.Option(100.0, help="simulator: machine seconds per wall second"),
-    noise: float = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)"),
-    sim_faults: str = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON"),
-    sim_profiles: Path = typer.Option(None, help="simulator: extra profile folder (a twin "
-                                      "calibrated by tuner probe)"),
+    time_scale: float = sim_options.TIME_SCALE,
+    noise: float = sim_options.NOISE,
+    sim_faults: str = sim_options.SIM_FAULTS,
+    sim_profiles: Path = sim_options.SIM_PROFILES,
     probe: bool = typer.Option(True, help="check the engine knows every flag and env var "
                                "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
