@@ -178,5 +178,19 @@ def load_model_for_path(model_path: str) -> Model:
             data = yaml.safe_load(path.read_text())
             names = [str(data.get("id", ""))] + [str(a) for a in data.get("aliases", [])]
             if stem in [n.lower() for n in names]:
-                return Model.model_validate(data)
+                return Model.model_validate({**data, **_local_config(model_path)})
     raise LookupError(model_path)
+
+
+def _local_config(model_path: str) -> dict[str, int]:
+    """What a local model folder's ``config.json`` overrides (as SGLang reads the folder):
+    the vocabulary size, so tests can serve a model whose vocabulary is small."""
+    import json
+    from pathlib import Path
+
+    try:
+        cfg = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    vocab = cfg.get("vocab_size") if isinstance(cfg, dict) else None
+    return {"vocab_size": vocab} if isinstance(vocab, int) and vocab > 0 else {}

@@ -351,6 +351,21 @@ class SimServer:
         page = max(1, int(self.args["page_size"]))
         return count_tokens(text[:best]) // page * page
 
+    def check_vocab(self, input_ids: list[Any]) -> None:
+        """Ids outside ``[0, vocab_size)`` take the server down, as on a real GPU.
+
+        Real SGLang does not answer such a request with an error: the embedding lookup
+        hits a device-side assert in the scheduler and the whole server exits (seen with
+        SGLang 0.5.17 on an H200, ``docs/real-sglang-h200.md``).
+        """
+        vocab = self.model.vocab_size
+        bad = [i for i in input_ids if not isinstance(i, int) or not 0 <= i < vocab]
+        if bad:
+            log("../aten/src/ATen/native/cuda/Indexing.cu: indexSelectLargeIndex: Assertion "
+                "`srcIndex < srcSelectDimSize` failed.")
+            crash_now(log, "RuntimeError: CUDA error: device-side assert triggered "
+                      f"(simulator: input id {bad[0]!r} outside the vocabulary of {vocab})")
+
     def make_request(self, text: str | None, input_ids: list[int] | None,
                      sp: dict[str, Any], *, warmup: bool = False, rid: str | None = None
                      ) -> SimRequest:
@@ -606,6 +621,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "Either text or input_ids should be "
                                                   "provided."}})
             return
+        if ids is not None:
+            sim.check_vocab(ids)
         req = sim.make_request(text, ids, body.get("sampling_params") or {},
                                rid=body.get("rid"))
         req.stream = bool(body.get("stream"))

@@ -84,3 +84,35 @@ def test_probe_of_a_missing_engine_says_not_found() -> None:
     assert "command not found" in (caps.reason or "")
     caps = probe([sys.executable, "-m", "no_such_module_here", "serve"])
     assert not caps.found and "not installed" in (caps.reason or "")
+
+
+def _with_metadata(root: Path, dist: str, version: str) -> None:
+    """An installed distribution's metadata, as pip writes it (``--target`` installs too)."""
+    info = root / f"{dist}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+
+
+def test_version_comes_from_the_installed_metadata_not_version_py(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Real SGLang wheels (0.5.17 on the H200, 0.5.23 here) carry a version.py that reads
+    # 0.0.0.dev0; the distribution's metadata has the real version.
+    root = _fake_engine(tmp_path, [])
+    (root / "fakeengine" / "version.py").write_text('__version__ = "0.0.0.dev0"\n')
+    _with_metadata(root, "fakeengine", "0.5.17")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    assert probe([sys.executable, "-m", "fakeengine"]).version == "0.5.17"
+
+
+def test_a_script_entry_point_is_probed_through_its_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _fake_engine(tmp_path, ["SGLANG_SOMETHING"])
+    script = tmp_path / "serve_it.py"
+    script.write_text("from fakeengine import version\nimport runpy\n"
+                      "runpy.run_module('fakeengine', run_name='__main__')\n")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = probe([sys.executable, str(script)])
+    assert caps.found and caps.source_root == root / "fakeengine"
+    assert caps.version == "0.5.23"
+    assert caps.knows_env("SGLANG_SOMETHING") is True
+    assert caps.accepts("--moe-runner-backend", "marlin") is True

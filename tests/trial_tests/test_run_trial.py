@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.conftest import tuner_argv
 from tests.simulator import sim_env
 from tuner.engines import make_engine
 from tuner.engines._capabilities import probe
+from tuner.space import SearchSpace
 from tuner.space import load_space
 from tuner.trial import TrialOptions
 from tuner.trial import TrialResult
@@ -35,7 +37,7 @@ OPTIMISED = {"moe_backend": "humming", "lm_head": "fp8", "speculative": "NEXTN"}
 def trial(tmp_path: Path, settings: dict[str, Any] | None = None, *, variant: str = "fork",
           scale: float = 100.0, workload: dict[str, Any] | None = None, caps: bool = False,
           startup_timeout: float = 30.0, faults: list[dict[str, Any]] | None = None,
-          **opts: Any) -> TrialResult:
+          space: SearchSpace = SPACE, **opts: Any) -> TrialResult:
     env = sim_env(tmp_path, scale)
     if faults is not None:
         env["TUNER_SIM_FAULTS"] = json.dumps(faults)
@@ -46,7 +48,7 @@ def trial(tmp_path: Path, settings: dict[str, Any] | None = None, *, variant: st
         startup_timeout_s=startup_timeout,
         capabilities=probe(engine.entry_command(SPACE)) if caps else None,  # type: ignore[attr-defined]
         **opts)
-    return run_trial(SPACE, engine, engine.resolve(SPACE, settings or {}), options)
+    return run_trial(space, engine, engine.resolve(space, settings or {}), options)
 
 
 def assert_clean(r: TrialResult) -> None:
@@ -148,6 +150,25 @@ def test_faults_end_with_the_right_reason_and_nothing_left(tmp_path: Path, fault
     assert r.status == "failed" and r.reason == reason, (r.reason, r.message)
     assert text in (r.message or "") + (r.log_tail or "")
     assert r.log_tail
+    assert_clean(r)
+
+
+def test_synthetic_ids_outside_the_vocabulary_crash_the_server_as_on_a_gpu(
+        tmp_path: Path) -> None:
+    # The bug class seen on a real H200: ids beyond the model's vocabulary kill the server.
+    # A local model folder with a 4,096-token vocabulary (the simulator reads its
+    # config.json as SGLang does): the bound the tool finds in the folder is safe...
+    folder = tmp_path / "ling-3.0-flash-fp4"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"vocab_size": 4096}))
+    model = SPACE.spec.model.model_copy(update={"path": str(folder)})
+    space = dataclasses.replace(SPACE, spec=SPACE.spec.model_copy(update={"model": model}))
+    small = {**SYNTH, "input_len": 64, "output_len": 16, "questions": 2}
+    assert trial(tmp_path / "a", workload=small, space=space).ok
+    # ...and one taken from the wrong model (the declared 157,184) dies the GPU's way.
+    r = trial(tmp_path / "b", workload=small, space=space, vocab_size=157184)
+    assert r.status == "failed" and r.reason == "crashed", (r.reason, r.message)
+    assert "device-side assert" in (r.log_tail or "")
     assert_clean(r)
 
 

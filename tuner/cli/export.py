@@ -21,11 +21,13 @@ def export(
     """Write sglang.yaml, sglang.env, launch.sh and profile.yaml for one trial."""
     from tuner.cli._common import console
     from tuner.engines import make_engine
+    from tuner.errors import UserError
     from tuner.export._profile import load_result
     from tuner.export._profile import pick_trial
     from tuner.export._profile import write_profile
     from tuner.study._open import open_study
     from tuner.study._record import baseline_trial
+    from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
     trial = pick_trial(st, pick)
@@ -39,12 +41,17 @@ def export(
     command = (data.get("engine") or {}).get("command") or ["sglang", "serve"]
     floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
     folder = out or Path("trials") / f"{study}-profile"
-    files = write_profile(folder, make_engine("sglang"), command,
-                          st.user_attrs.get("tuner:model") or result.plan.argv[
-                              result.plan.argv.index("--model-path") + 1],
+    model = data.get("model") or {}
+    model_path = st.user_attrs.get("tuner:model") or result.plan.argv[
+        result.plan.argv.index("--model-path") + 1]
+    try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it
+        vocab = vocab_size(model_path, model.get("vocab_size"))
+    except UserError:
+        vocab = None
+    files = write_profile(folder, make_engine("sglang"), command, model_path,
                           result, trial_number=trial.number, study_name=study,
                           storage_url=loc.storage_url, baseline=baseline, gate_floor=floor,
-                          tpot_tolerance=tpot_tolerance)
+                          tpot_tolerance=tpot_tolerance, vocab_size=vocab)
     c = console()
     a = result.aggregates
     cfg = " ".join(f"{k}={v}" for k, v in result.config.items())

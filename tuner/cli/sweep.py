@@ -64,6 +64,7 @@ def sweep(
     from tuner.sweep._driver import Driver
     from tuner.sweep._driver import SweepSettings
     from tuner.trial import TrialOptions
+    from tuner.trial import workload_vocab
 
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
                            noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
@@ -83,6 +84,7 @@ def sweep(
     startup = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
                         startup_timeout_s=startup, capabilities=caps)
+    opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
                              sampler=sampler, seed=seed, break_lock=break_lock,

@@ -25,14 +25,20 @@ Status = Literal["supported", "unsupported", "unknown"]
 _FLAG_RE = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?:[ =]\{([^{}]*)\})?")
 _VERSION_RE = re.compile(r"__version__\s*=\s*['\"]([^'\"]+)['\"]")
 _IMPORT_RE = re.compile(r"^from\s+([\w.]+)\s+import\s", re.M)
+#: Run by the engine's own interpreter: prints the package folder, then the version of the
+#: distribution named like the top-level package (empty when there is none, e.g. the
+#: simulator, whose version is in its ``version.py``). Metadata, not ``version.py``:
+#: real SGLang wheels carry a ``version.py`` that reads ``0.0.0.dev0``.
 _FIND_ROOT = (
-    "import importlib.util, sys\n"
+    "import importlib.util, importlib.metadata as md, sys\n"
     "name = sys.argv[1]\n"
     "spec = importlib.util.find_spec(name)\n"
     "if spec is None: sys.exit(3)\n"
     "if not spec.submodule_search_locations:\n"
     "    spec = importlib.util.find_spec(name.split('.')[0])\n"
     "print(list(spec.submodule_search_locations)[0])\n"
+    "try: print(md.version(name.split('.')[0]))\n"
+    "except Exception: print('')\n"
 )
 
 
@@ -104,34 +110,67 @@ def _python_of(script: Path) -> str | None:
     return None
 
 
-def _resolve_root(command: list[str]) -> tuple[str | None, Path | None, str | None]:
-    """(interpreter, package dir, reason if not found) for an entry command."""
+@dataclass(frozen=True)
+class _Located:
+    python: str | None = None
+    root: Path | None = None
+    version: str | None = None
+    reason: str | None = None
+
+
+def _entry_module(command: list[str], exe: str) -> tuple[str | None, str | None]:
+    """(interpreter, top-level module) of an entry command, without running it.
+
+    ``python -m pkg ...`` and ``python script.py ...`` run through that interpreter (a
+    script's package is its first ``from X import``); a console script through the
+    interpreter of its ``#!`` line.
+    """
+    if Path(command[0]).name.startswith("python") and len(command) > 1:
+        if command[1] == "-m" and len(command) > 2:
+            return exe, command[2]
+        script = Path(command[1])
+        if script.suffix == ".py":
+            return exe, _imported_package(script)
+        return exe, None
+    python = _python_of(Path(exe))
+    if python is None:
+        return None, None
+    return python, _imported_package(Path(exe))
+
+
+def _imported_package(script: Path) -> str | None:
+    try:
+        m = _IMPORT_RE.search(script.read_text(encoding="utf-8", errors="ignore"))
+    except OSError:
+        return None
+    return m.group(1).split(".")[0] if m else None
+
+
+def _locate(command: list[str]) -> _Located:
+    """Where the engine behind ``command`` is installed, and its version."""
     exe = shutil.which(command[0])
     if exe is None:
-        return None, None, f"{command[0]}: command not found"
-    if Path(command[0]).name.startswith("python") and len(command) > 2 and command[1] == "-m":
-        python, module = exe, command[2]
-    else:
-        python = _python_of(Path(exe))
-        if python is None:
-            return None, None, None
-        m = _IMPORT_RE.search(Path(exe).read_text(encoding="utf-8", errors="ignore"))
-        if m is None:
-            return python, None, None
-        module = m.group(1).split(".")[0]
+        return _Located(reason=f"{command[0]}: command not found")
+    python, module = _entry_module(command, exe)
+    if python is None or module is None:
+        return _Located(python=python)
     try:
         out = subprocess.run([python, "-c", _FIND_ROOT, module], capture_output=True,
                              text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return python, None, None
+        return _Located(python=python)
     if out.returncode == 3:
-        return python, None, f"module {module} is not installed for {python}"
-    if out.returncode != 0 or not out.stdout.strip():
-        return python, None, None
-    return python, Path(out.stdout.strip()), None
+        return _Located(python=python,
+                        reason=f"module {module} is not installed for {python}")
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or not lines or not lines[0].strip():
+        return _Located(python=python)
+    root = Path(lines[0].strip())
+    version = lines[1].strip() if len(lines) > 1 and lines[1].strip() else None
+    return _Located(python=python, root=root, version=version or _file_version(root))
 
 
-def _version(root: Path | None) -> str | None:
+def _file_version(root: Path | None) -> str | None:
     if root is None:
         return None
     for candidate in (root / "version.py", root / "__init__.py",
@@ -149,10 +188,11 @@ def probe(command: list[str], *, timeout: float = 180.0) -> Capabilities:
     """Learn what the engine behind ``command`` accepts. Never raises for a missing engine."""
     if not command:
         return Capabilities(command=command, found=False, reason="empty engine command")
-    _python, root, reason = _resolve_root(command)
-    if reason is not None:
-        return Capabilities(command=command, found=False, reason=reason)
-    caps = Capabilities(command=command, found=True, source_root=root, version=_version(root))
+    where = _locate(command)
+    if where.reason is not None:
+        return Capabilities(command=command, found=False, reason=where.reason)
+    caps = Capabilities(command=command, found=True, source_root=where.root,
+                        version=where.version)
     try:
         out = subprocess.run([*command, "--help"], capture_output=True, text=True,
                              timeout=timeout, env={**os.environ, "COLUMNS": "200"})

@@ -128,7 +128,7 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
 def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
-                  tpot_tolerance: float = 0.15) -> list[Path]:
+                  tpot_tolerance: float = 0.15, vocab_size: int | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
     entries = engine.config_entries(plan.argv)
@@ -171,6 +171,7 @@ def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[st
         "tuner_version": __version__,
         "source": {"study": study_name, "storage": storage_url, "trial": trial_number},
         "model": model_path,
+        "vocab_size": vocab_size,
         "machine": result.machine,
         "engine": {"measured_with": result.engine, "version": result.engine_version,
                    "simulated": result.simulated, "time_scale": result.time_scale},

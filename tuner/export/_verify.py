@@ -23,6 +23,7 @@ from tuner.trial._stats import aggregate
 from tuner.trial._workload import BenchError
 from tuner.trial._workload import prepare
 from tuner.trial._workload import run_requests
+from tuner.workloads.vocab import vocab_size
 
 
 @dataclass
@@ -76,7 +77,10 @@ def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
     probe = wl.model_copy(update={"kind": kind, "questions": probe_requests,
                                   "warmup_requests": 1, "max_tokens": min(wl.max_tokens, 1024),
                                   "input_len": 512, "output_len": 256})
-    prepared = prepare(probe, gsm8k_source=gsm8k)
+    vocab = None
+    if kind == "synthetic":
+        vocab = profile.get("vocab_size") or vocab_size(str(profile.get("model", "")), None)
+    prepared = prepare(probe, gsm8k_source=gsm8k, vocab_size=vocab)
     scale = float(info.get("time_scale", 1.0) or 1.0)
     try:
         run_requests(url, headers, prepared.warmup, scale=scale)

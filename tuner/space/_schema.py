@@ -26,6 +26,9 @@ class ModelMeta(_Strict):
     id: str = Field(description="model profile name (simulator, probe), e.g. ling-3.0-flash-fp4")
     path: str = Field(description="what --model-path receives (HF id or local directory)")
     architecture: str | None = None
+    vocab_size: int | None = Field(
+        default=None, gt=0, description="token ids the model accepts, [0, vocab_size): "
+        "bounds the synthetic workload when model.path is not a local folder")
     facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
 
 

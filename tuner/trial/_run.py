@@ -31,6 +31,7 @@ from tuner.trial._stats import aggregate
 from tuner.trial._workload import BenchError
 from tuner.trial._workload import prepare
 from tuner.trial._workload import run_requests
+from tuner.workloads.vocab import vocab_size
 
 
 #: /server_info fields kept in the result (the full dict is large).
@@ -59,6 +60,9 @@ class TrialOptions:
     baseline_per_question: dict[str, bool] | None = None
     reference_accept_length: float | None = None
     keep_full_server_info: bool = False
+    #: Token ids a synthetic workload may send, [0, vocab_size); None: found from the
+    #: space's model (:func:`tuner.workloads.vocab.vocab_size`).
+    vocab_size: int | None = None
     #: Added to the server's environment (not to the plan): e.g. the sweep's owner tag,
     #: by which its clean-up finds servers a killed driver left behind.
     server_env: dict[str, str] = field(default_factory=dict)
@@ -77,6 +81,16 @@ def _metrics(text: str) -> dict[str, float]:
         if m:
             out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
     return out
+
+
+def workload_vocab(space: SearchSpace, opts: TrialOptions) -> int | None:
+    """The vocabulary bound of a synthetic workload (None for GSM8K, which sends text)."""
+    if opts.workload.kind != "synthetic":
+        return None
+    if opts.vocab_size is not None:
+        return opts.vocab_size
+    model = space.spec.model
+    return vocab_size(model.path, model.vocab_size)
 
 
 def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOptions
@@ -107,7 +121,8 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             result.effect = bad
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
             return _finish(fail("unsupported_knob", detail), t_start, 1.0)
-    prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k)
+    prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k,
+                       vocab_size=workload_vocab(space, opts))
     server = ServerProcess(plan, log_path, extra_env=opts.server_env)
     scale = 1.0
     try:

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from tuner.space._schema import Workload
 from tuner.workloads import gsm8k
+from tuner.workloads.vocab import synthetic_id_range
 
 
 class RequestRecord(BaseModel):
@@ -54,8 +55,13 @@ class Prepared:
     measured: list[tuple[str, dict[str, Any], gsm8k.Problem | None]]
 
 
-def prepare(w: Workload, *, gsm8k_source: str | None) -> Prepared:
-    """Build the warm-up and measured requests of workload ``w``."""
+def prepare(w: Workload, *, gsm8k_source: str | None, vocab_size: int | None = None
+            ) -> Prepared:
+    """Build the warm-up and measured requests of workload ``w``.
+
+    A synthetic workload needs ``vocab_size`` (see :mod:`tuner.workloads.vocab`): its
+    prompt ids are drawn from the model's own vocabulary.
+    """
     if w.kind == "gsm8k":
         if gsm8k_source is None:
             from tuner.errors import UserError
@@ -77,11 +83,14 @@ def prepare(w: Workload, *, gsm8k_source: str | None) -> Prepared:
                                            "sampling_params": sp}, None) for p in warm],
             measured=[(p.id, {"text": gsm8k.prompt(prefix, p), "sampling_params": sp}, p)
                       for p in scored])
+    if vocab_size is None:
+        raise ValueError("the synthetic workload needs the model's vocabulary size")
+    low, high = synthetic_id_range(vocab_size)
     rng = random.Random(f"synthetic-{w.seed}")
     sp = {"max_new_tokens": w.output_len, "temperature": 0.0, "ignore_eos": True}
 
     def body() -> dict[str, Any]:
-        return {"input_ids": [rng.randrange(1000, 100000) for _ in range(w.input_len)],
+        return {"input_ids": [rng.randrange(low, high) for _ in range(w.input_len)],
                 "sampling_params": sp}
 
     return Prepared(warmup=[(f"warmup-{i}", body(), None) for i in range(w.warmup_requests)],
