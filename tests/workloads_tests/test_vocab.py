@@ -42,7 +42,7 @@ def test_nested_text_config(tmp_path: Path) -> None:
 
 def test_a_hub_id_uses_the_declared_size_or_refuses(tmp_path: Path) -> None:
     assert vocab_size("inclusionAI/Ling-3.0-flash-fp4", declared=157184) == 157184
-    with pytest.raises(UserError, match="model.vocab_size"):
+    with pytest.raises(UserError, match=r"model\.vocab_size"):
         vocab_size("inclusionAI/Ling-3.0-flash-fp4", declared=None)
 
 
