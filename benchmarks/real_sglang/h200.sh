@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Real SGLang on the lent H200: the tool's own commands, end to end, against the tiny models.
+#
+#   bash benchmarks/real_sglang/h200.sh trials|sweep     (from the repo root, on the H200)
+#
+# Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
+# $KIT/p2 and the tuner's own missing dependencies (optuna, sqlalchemy, alembic, mako,
+# colorlog, greenlet) in $KIT/deps; docs/real-sglang-h200.md says how they get there.
+# Everything is written under $WORK; a tarball of it and a log land in $OUT.
+set -uo pipefail
+PART=${1:?trials or sweep}
+KIT=${KIT:-/tmp/kit}; SITE=${SITE:-/tmp/site}; MODELS=/tmp/tuner-tiny
+OUTD=${OUT:-/tmp/out}; WORK=/tmp/work-$PART; mkdir -p "$OUTD" "$WORK"
+LOG=$OUTD/$PART.log
+say() { echo "== $*" | tee -a "$LOG"; }
+
+if [ ! -f "$SITE/.ok" ]; then
+  [ -d "$KIT/p1" ] && [ -d "$KIT/p2" ] || { say "NEED_KIT: $KIT/p1 and $KIT/p2 missing"; exit 3; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SITE" "$KIT"/p1/*.whl "$KIT"/p2/*.whl "$KIT"/deps/*.whl || exit 4
+  # sglang 0.5.17's NGRAM source uses size_t without <cstddef>
+  H=$SITE/sglang/kernels/jit/csrc/ngram_corpus/result.h
+  grep -q cstddef "$H" || sed -i 's/#include <cstdint>/#include <cstddef>\n#include <cstdint>/' "$H"
+  touch "$SITE/.ok"
+fi
+export PYTHONPATH=$SITE:$PWD PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export TVM_FFI_CACHE_DIR=$KIT/cache/tvm-ffi TRITON_CACHE_DIR=$KIT/cache/triton \
+  FLASHINFER_WORKSPACE_BASE=$KIT/cache
+mkdir -p "$TVM_FFI_CACHE_DIR"
+command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
+tuner() { python3 -c 'import sys; sys.argv[0] = "tuner"; from tuner.cli.main import main; main()' "$@"; }
+python3 -c 'import sys, torch, sglang, transformers; print(sys.version.split()[0], "torch",
+torch.__version__, torch.cuda.get_device_name(0), "sglang", sglang.__version__,
+"transformers", transformers.__version__)' 2>&1 | tee -a "$LOG"
+
+[ -f $MODELS/qwen3moe/config.json ] || python3 benchmarks/real_sglang/make_tiny.py \
+  $MODELS/qwen3moe --arch qwen3_moe 2>&1 | grep -E "saved|Error" | tee -a "$LOG"
+[ -f $MODELS/dsv3/config.json ] || python3 benchmarks/real_sglang/make_tiny.py \
+  $MODELS/dsv3 --arch deepseek_v3 --hidden 512 2>&1 | grep -E "saved|added|Error" | tee -a "$LOG"
+
+QWEN=search_spaces/tiny-qwen3moe-h200.yaml; DSV3=search_spaces/tiny-dsv3-h200.yaml
+summary() {  # one line per TrialResult JSON
+  python3 - "$@" <<'PY' 2>&1 | tee -a "$LOG"
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        r = json.load(open(path))
+    except Exception as exc:
+        print(path, "unreadable", exc); continue
+    a = r.get("aggregates") or {}
+    ci = a.get("tpot_ci95") or {}
+    print(path.split("/")[-1], r["status"], r.get("reason"), "version", r.get("engine_version"),
+          "tpot_ms", a.get("tpot_ms"), "ci95", [ci.get("low"), ci.get("high")],
+          "accept", a.get("accept_length"), "startup_s", (r.get("timings") or {}).get("startup_s"),
+          "effect", [(c["knob"], c["verdict"]) for c in r.get("effect") or []],
+          "msg", (r.get("message") or "")[:300])
+PY
+}
+T="--engine sglang --startup-timeout 400 --workdir $WORK/runs"
+case $PART in
+trials)
+  say "doctor"; tuner doctor $QWEN --engine sglang 2>&1 | tee -a "$LOG"
+  say "trial: dsv3 baseline";  tuner trial $DSV3 $T --out $WORK/trial-dsv3-baseline.json >>"$LOG" 2>&1
+  say "trial: dsv3 NEXTN 2/1"; tuner trial $DSV3 $T --no-probe --set speculative=NEXTN \
+    --set spec_steps=2 --set spec_topk=1 --out $WORK/trial-dsv3-nextn.json >>"$LOG" 2>&1
+  say "trial: qwen3moe NGRAM 4"; tuner trial $QWEN $T --no-probe --set speculative=NGRAM \
+    --set ngram_draft_tokens=4 --out $WORK/trial-qwen3moe-ngram.json >>"$LOG" 2>&1
+  say "trial: qwen3moe with 120 GiB of the GPU taken (out of memory)"
+  python3 -c 'import time, torch; x = torch.empty(120 * 2**30, dtype=torch.uint8, device="cuda"); print("hog", flush=True); time.sleep(600)' &
+  HOG=$!; sleep 15
+  tuner trial $QWEN --engine sglang --startup-timeout 200 --workdir $WORK/runs --no-probe \
+    --set mem_fraction=0.5 --out $WORK/trial-qwen3moe-oom.json >>"$LOG" 2>&1
+  kill $HOG; wait $HOG 2>/dev/null
+  summary $WORK/trial-*.json
+  ;;
+sweep)
+  say "sweep: 8 trials, local runner"
+  tuner sweep $QWEN $T --trials 8 --ray-address none --seed 1 \
+    --storage "sqlite:///$WORK/tiny.db" --artifacts $WORK/artifacts 2>&1 | tee -a "$LOG"
+  DB="sqlite:///$WORK/tiny.db"
+  say "report"; COLUMNS=160 tuner report tiny-qwen3moe-h200 --storage "$DB" 2>&1 | tee -a "$LOG"
+  tuner report tiny-qwen3moe-h200 --storage "$DB" --json > $WORK/report.json 2>&1
+  say "export"; tuner export tiny-qwen3moe-h200 --storage "$DB" --artifacts $WORK/artifacts \
+    --pick fastest --out $WORK/profile 2>&1 | tee -a "$LOG"
+  say "serve the profile and verify it"
+  PORT=30123 setsid bash $WORK/profile/launch.sh > $WORK/profile-server.log 2>&1 &
+  for i in $(seq 1 300); do
+    python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:30123/health', timeout=2)" 2>/dev/null && break
+    sleep 1
+  done
+  say "ready after ${i}s"
+  COLUMNS=160 tuner verify $WORK/profile/profile.yaml --url http://127.0.0.1:30123 \
+    --log $WORK/profile-server.log 2>&1 | tee -a "$LOG"
+  say "verify exit ${PIPESTATUS[0]}"
+  pkill -TERM -f "port 30123"; sleep 5; pkill -KILL -f "port 30123"
+  summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
+  ;;
+esac
+tar czf "$OUTD/$PART.tgz" -C "$WORK" . 2>/dev/null
+ls -la "$OUTD"
