@@ -67,10 +67,9 @@ def _tokens(argv: list[str]) -> list[str]:
 
 def test_config_file_reproduces_the_measured_argv_under_sglang_rules(
         profile: Path, measured: TrialResult) -> None:
-    cli = ["--model-path", SPACE.spec.model.path, "--config", str(profile / "sglang.yaml"),
-           "--host", measured.plan.host, "--port", str(measured.plan.port)]
+    cli = _launch_argv(profile, measured.plan.port)[2:]     # launch.sh's command line
     merged = merge(build_parser(), cli)          # SGLang 0.5.23's ConfigArgumentMerger rules
-    assert _tokens(merged) == _tokens(measured.plan.argv)
+    assert sorted(_tokens(merged)) == sorted(_tokens(measured.plan.argv))
     parser = build_parser()
     assert parser.parse_args(merged) == parser.parse_args(
         measured.plan.argv[measured.plan.argv.index("--model-path"):])
@@ -158,3 +157,51 @@ def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str
         assert out.returncode == 1, out.stdout
         last = out.stdout.strip().splitlines()[-1]
         assert last.startswith("FAIL") and failing in last, last
+
+
+TINY = Path(__file__).resolve().parents[2] / "search_spaces" / "tiny-qwen3moe-h200.yaml"
+
+
+def _launch_argv(profile: Path, port: int = 30000) -> list[str]:
+    """The argv launch.sh would exec (bash expands it; nothing is started)."""
+    script = (profile / "launch.sh").read_text().replace("\nexec ", "\nprintf '%s\\0' ")
+    printer = profile / "print-argv.sh"
+    printer.write_text(script)
+    out = subprocess.run(["bash", str(printer)], capture_output=True, check=True,
+                         env={**os.environ, "HOST": "127.0.0.1", "PORT": str(port)}).stdout
+    printer.unlink()
+    return out.decode().split("\0")[:-1]
+
+
+def test_flags_sglang_0_5_17_refuses_in_a_config_file_stay_on_the_command_line(
+        measured: TrialResult, tmp_path: Path) -> None:
+    # Real SGLang 0.5.17 refused the exported sglang.yaml of the tiny H200 space:
+    # "Unsupported config option 'cuda_graph_backend_prefill' with action
+    # 'DeprecatedStoreConstAction'" (docs/real-sglang-h200.md).
+    from tuner.engines._sglang_flags import CONFIG_REFUSED
+
+    tiny = load_space(TINY)
+    engine = make_engine("sglang")
+    plan = engine.plan(tiny, engine.resolve(tiny, {}), port=30000)
+    assert "--cuda-graph-backend-prefill" in plan.argv
+    write_profile(tmp_path, engine, engine.entry_point(plan.argv), tiny.spec.model.path,
+                  measured.model_copy(update={"plan": plan}), trial_number=0, study_name="t",
+                  storage_url="sqlite:///t.db", baseline=None, gate_floor=0.5)
+    data = yaml.safe_load((tmp_path / "sglang.yaml").read_text())
+    assert not {f"--{k}" for k in data} & CONFIG_REFUSED
+    argv = _launch_argv(tmp_path)
+    assert argv[:2] == ["sglang", "serve"]
+    i = argv.index("--cuda-graph-backend-prefill")
+    assert argv[i + 1] == "disabled" and i < argv.index("--config")
+    merged = merge(build_parser(), argv[2:])      # 0.5.23's rules: the same launch
+    assert sorted(_tokens(merged)) == sorted(_tokens(plan.argv))
+
+
+def test_launch_script_runs_the_entry_point_that_was_measured(
+        measured: TrialResult, tmp_path: Path) -> None:
+    engine = make_engine("sglang")
+    entry = engine.entry_point(measured.plan.argv)   # the simulator's python -m ...
+    assert entry[1:] == ["-m", "tuner_sim.fork", "serve"]
+    write_profile(tmp_path, engine, entry, SPACE.spec.model.path, measured, trial_number=0,
+                  study_name="t", storage_url="sqlite:///t.db", baseline=None, gate_floor=1.2)
+    assert _launch_argv(tmp_path)[:4] == entry

@@ -38,7 +38,8 @@ def export(
 
     space_yaml = st.user_attrs.get("tuner:space_yaml")
     data = yaml.safe_load(space_yaml) if space_yaml else {}
-    command = (data.get("engine") or {}).get("command") or ["sglang", "serve"]
+    engine = make_engine("sglang")
+    command = engine.entry_point(result.plan.argv)   # what was measured, not the default
     floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
     folder = out or Path("trials") / f"{study}-profile"
     model = data.get("model") or {}
@@ -48,7 +49,7 @@ def export(
         vocab = vocab_size(model_path, model.get("vocab_size"))
     except UserError:
         vocab = None
-    files = write_profile(folder, make_engine("sglang"), command, model_path,
+    files = write_profile(folder, engine, command, model_path,
                           result, trial_number=trial.number, study_name=study,
                           storage_url=loc.storage_url, baseline=baseline, gate_floor=floor,
                           tpot_tolerance=tpot_tolerance, vocab_size=vocab)

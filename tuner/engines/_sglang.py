@@ -25,6 +25,7 @@ from typing import Any
 from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
+from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import EAGLE_FAMILY
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
@@ -305,7 +306,7 @@ class SGLangEngine(Engine):
                 j += 1
             values = argv[i + 1:j]
             i = j
-            if flag in self.COMMAND_LINE_ONLY:
+            if flag in self.COMMAND_LINE_ONLY or flag in CONFIG_REFUSED:
                 continue
             known = FLAGS.get(flag)
             key = flag[2:]
@@ -318,12 +319,26 @@ class SGLangEngine(Engine):
                     values[0])
         return out
 
-    def profile_argv(self, space: SearchSpace, config_path: str, *, host: str, port: str
-                     ) -> list[str]:
-        """The command that serves a profile: entry point, model path, --config FILE."""
-        cmd = list(space.spec.engine.command)
-        return [*cmd, "--model-path", space.spec.model.path, "--config", config_path,
-                "--host", host, "--port", port]
+    @staticmethod
+    def config_refused_args(argv: list[str]) -> list[str]:
+        """The flags of ``argv`` (with their values) that must stay on the command line
+        because some supported SGLang's ``--config`` refuses them (:data:`CONFIG_REFUSED`)."""
+        out: list[str] = []
+        i = 0
+        while i < len(argv):
+            j = i + 1
+            while j < len(argv) and not argv[j].startswith("--"):
+                j += 1
+            if argv[i] in CONFIG_REFUSED:
+                out += argv[i:j]
+            i = j
+        return out
+
+    @staticmethod
+    def entry_point(argv: list[str]) -> list[str]:
+        """The command a launch ran (``sglang serve``, a fork's, the simulator's): the argv
+        before ``--model-path``."""
+        return argv[:argv.index("--model-path")] if "--model-path" in argv else argv[:2]
 
     @staticmethod
     def _evidence(space: SearchSpace, name: str, value: Any) -> KnobEvidence:

@@ -122,3 +122,23 @@ REMOVED_FLAGS = {
     "--cuda-graph-max-bs": "--cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill",
     "--cuda-graph-bs": "--cuda-graph-bs-decode / --cuda-graph-bs-prefill",
 }
+
+
+#: Flags whose ``--config`` key SGLang 0.5.17 refuses ("Unsupported config option
+#: 'cuda_graph_backend_prefill' with action 'DeprecatedStoreConstAction'", seen on the H200,
+#: docs/real-sglang-h200.md): 0.5.17's ConfigArgumentMerger
+#: (sglang/srt/server_args_config_parser.py, ``__init__``) refuses every key that is the
+#: ``dest`` of a non-store action, and these real flags share their dest with a deprecated
+#: alias (sglang/srt/server_args.py, the ``Deprecated*Action`` aliases). 0.5.23's merger
+#: keeps a key a plain flag also reads usable. Generated from the 0.5.17 wheel by
+#: ``benchmarks/real_sglang/config_refused.py``. An exported profile keeps these flags on
+#: the command line, where every version takes them.
+CONFIG_REFUSED = frozenset({
+    "--cuda-graph-backend-prefill", "--cuda-graph-bs-decode", "--cuda-graph-bs-prefill",
+    "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs-prefill", "--cuda-graph-tc-compiler",
+    "--disable-cuda-graph", "--dsa-decode-backend", "--dsa-prefill-backend",
+    "--dsa-prefill-cp-mode", "--enable-dsa-prefill-context-parallel",
+    "--enable-linear-replayssm-spec", "--enable-prefill-context-parallel",
+    "--incremental-streaming-output", "--mamba-radix-cache-strategy", "--prefill-cp-mode",
+    "--speculative-draft-window-size",
+})

@@ -134,13 +134,15 @@ def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[st
     entries = engine.config_entries(plan.argv)
     (out / "sglang.yaml").write_text(
         "# sglang serve --config: the measured launch, flags as SGLang 0.5.23 merges them.\n"
-        "# --model-path, --host and --port stay on the command line (see launch.sh).\n"
+        "# --model-path, --host, --port and the flags some SGLang versions refuse in a config\n"
+        "# file stay on the command line (see launch.sh).\n"
         + yaml.safe_dump(entries, sort_keys=False, default_flow_style=False))
     env_lines = [f"{k}={shlex.quote(v)}" for k, v in plan.env.items()
                  if not k.startswith("TUNER_SIM_")]
     (out / "sglang.env").write_text("# environment of the measured launch\n"
                                     + "".join(line + "\n" for line in env_lines))
-    cmd = [*space_engine_command, "--model-path", model_path]
+    cmd = [*space_engine_command, "--model-path", model_path,
+           *engine.config_refused_args(plan.argv)]
     launch = out / "launch.sh"
     launch.write_text(
         "#!/usr/bin/env bash\n"
