@@ -67,9 +67,11 @@ trials)
     --set spec_steps=2 --set spec_topk=1 --out $WORK/trial-dsv3-nextn.json >>"$LOG" 2>&1
   say "trial: qwen3moe NGRAM 4"; tuner trial $QWEN $T --no-probe --set speculative=NGRAM \
     --set ngram_draft_tokens=4 --out $WORK/trial-qwen3moe-ngram.json >>"$LOG" 2>&1
-  say "trial: qwen3moe with 120 GiB of the GPU taken (out of memory)"
-  python3 -c 'import time, torch; x = torch.empty(120 * 2**30, dtype=torch.uint8, device="cuda"); print("hog", flush=True); time.sleep(600)' &
-  HOG=$!; sleep 15
+  say "trial: qwen3moe with all but 512 MiB of the GPU taken (out of memory)"
+  # With --max-total-tokens the pool is sized by the cap, not the fraction: a too-large
+  # fraction alone starts (docs/real-sglang-h200.md); leave the server no memory instead.
+  python3 -c 'import time, torch; free, _ = torch.cuda.mem_get_info(); x = torch.empty(free - 2**29, dtype=torch.uint8, device="cuda"); print("hog", x.numel() >> 30, "GiB", flush=True); time.sleep(600)' &
+  HOG=$!; sleep 20
   tuner trial $QWEN --engine sglang --startup-timeout 200 --workdir $WORK/runs --no-probe \
     --set mem_fraction=0.5 --out $WORK/trial-qwen3moe-oom.json >>"$LOG" 2>&1
   kill $HOG; wait $HOG 2>/dev/null
@@ -77,7 +79,7 @@ trials)
   ;;
 sweep)
   say "sweep: 8 trials, local runner"
-  tuner sweep $QWEN $T --trials 8 --ray-address none --seed 1 \
+  tuner sweep $QWEN $T --trials 8 --hours 0.1 --ray-address none --seed 1 \
     --storage "sqlite:///$WORK/tiny.db" --artifacts $WORK/artifacts 2>&1 | tee -a "$LOG"
   DB="sqlite:///$WORK/tiny.db"
   say "report"; COLUMNS=160 tuner report tiny-qwen3moe-h200 --storage "$DB" 2>&1 | tee -a "$LOG"
@@ -85,16 +87,19 @@ sweep)
   say "export"; tuner export tiny-qwen3moe-h200 --storage "$DB" --artifacts $WORK/artifacts \
     --pick fastest --out $WORK/profile 2>&1 | tee -a "$LOG"
   say "serve the profile and verify it"
+  # its own session: the whole server tree is stopped by process group, nothing else
   PORT=30123 setsid bash $WORK/profile/launch.sh > $WORK/profile-server.log 2>&1 &
-  for i in $(seq 1 300); do
+  SERVER=$!
+  for i in $(seq 1 240); do
     python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:30123/health', timeout=2)" 2>/dev/null && break
+    kill -0 $SERVER 2>/dev/null || break
     sleep 1
   done
-  say "ready after ${i}s"
+  say "ready after ${i}s"; tail -3 $WORK/profile-server.log | tee -a "$LOG"
   COLUMNS=160 tuner verify $WORK/profile/profile.yaml --url http://127.0.0.1:30123 \
     --log $WORK/profile-server.log 2>&1 | tee -a "$LOG"
   say "verify exit ${PIPESTATUS[0]}"
-  pkill -TERM -f "port 30123"; sleep 5; pkill -KILL -f "port 30123"
+  kill -TERM -- -$SERVER 2>/dev/null; sleep 5; kill -KILL -- -$SERVER 2>/dev/null
   summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
   ;;
 esac
