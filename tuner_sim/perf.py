@@ -45,6 +45,14 @@ class Settings:
     draft_lm_head_ok: bool = True  # False: the draft reads FP8 weights as BF16 (the trap)
 
 
+def draft_tree_fits(s: Settings) -> bool:
+    """Whether SGLang can build the EAGLE draft tree: ``organize_draft_results`` takes the
+    top ``draft_tokens - 1`` of ``topk + (steps - 1) * topk**2`` scored candidates."""
+    if not s.speculative or s.topk == 1:
+        return True
+    return s.draft_tokens - 1 <= s.topk + (s.steps - 1) * s.topk * s.topk
+
+
 def _truthy(v: str | None) -> bool:
     return v is not None and v.strip().lower() in ("1", "true", "yes", "on")
 

@@ -39,6 +39,7 @@ from tuner_sim.gsm8k import uniform
 from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
+from tuner_sim.perf import draft_tree_fits
 from tuner_sim.perf import settings_from
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
@@ -296,6 +297,9 @@ class SimServer:
         httpd.daemon_threads = True
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         log(f"Uvicorn running on http://{a['host']}:{a['port']} (Press CTRL+C to quit)")
+        if self.draft_tree_broken() and not a["skip_server_warmup"]:
+            self._die("RuntimeError", "selected index k out of range (organize_draft_results: "
+                      "torch.topk over the draft tree's scores)")
         if not a["skip_server_warmup"]:
             req = self.make_request("The capital city of France is", None,
                                     {"max_new_tokens": 8, "temperature": 0}, warmup=True)
@@ -350,6 +354,12 @@ class SimServer:
             return 0
         page = max(1, int(self.args["page_size"]))
         return count_tokens(text[:best]) // page * page
+
+    def draft_tree_broken(self) -> bool:
+        """More draft tokens than the EAGLE tree holds: SGLang takes the flags, and its
+        ``organize_draft_results`` fails at the first decode (``torch.topk`` of k =
+        draft tokens - 1 over ``topk + (steps - 1) * topk**2`` scores)."""
+        return not draft_tree_fits(self.settings)
 
     def check_vocab(self, input_ids: list[Any]) -> None:
         """Ids outside ``[0, vocab_size)`` take the server down, as on a real GPU.
@@ -623,6 +633,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if ids is not None:
             sim.check_vocab(ids)
+        if sim.draft_tree_broken():       # --skip-server-warmup: the first request hits it
+            crash_now(log, "RuntimeError: selected index k out of range "
+                      "(organize_draft_results)")
         req = sim.make_request(text, ids, body.get("sampling_params") or {},
                                rid=body.get("rid"))
         req.stream = bool(body.get("stream"))

@@ -110,3 +110,24 @@ def test_a_failed_baseline_stops_the_sweep_clearly(tmp_path: Path) -> None:
 
     with pytest.raises(FatalSweepError, match="baseline"):
         run(tmp_path, ModelRunner(), trials=5, space=space)
+
+
+def test_no_launch_asks_for_a_draft_tree_sglang_cannot_build_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    # Speculation on, one step, top-k 4: the sampler's draft counts 6-8 overflow the tree.
+    data = yaml.safe_load(SPARK.read_text())
+    data["baseline"].update({"speculative": "NEXTN", "spec_steps": 1, "spec_topk": 4,
+                             "spec_draft_tokens": 5})
+    data["knobs"]["spec_steps"].update({"low": 1, "high": 1, "default": 1})
+    data["knobs"]["spec_topk"].update({"choices": [4], "default": 4})
+    data["knobs"]["spec_draft_tokens"]["default"] = 5
+    space = parse_space(yaml.safe_dump(data))
+    runner = ModelRunner(seed=6)
+    study = run(tmp_path, runner, trials=12, space=space, sampler="random")
+    assert runner.launched
+    assert all(c.get("spec_draft_tokens", 0) <= 5 for c in runner.launched)
+    repaired = [t for t in study.get_trials() if t.user_attrs.get("repaired")]
+    assert repaired                       # the sampler did propose 6-8, and it was repaired
+    for t in repaired:
+        assert t.params["spec_draft_tokens"] > 5 and "-> 5" in t.user_attrs["repaired"]
+    assert not [t for t in study.get_trials() if t.user_attrs.get("reason") == "launch_error"]

@@ -30,6 +30,7 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
     from tuner.engines import make_engine
+    from tuner.errors import ConfigError
 
     engine = make_engine("sglang")
     space = load_checked_space(file, engine)
@@ -76,7 +77,14 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
     except ValueError:
         out.print(f"size     continuous (raw product of discrete knobs {space.raw_size():g})")
         return
-    canonical = {engine.canonicalize(space, c).hash() for c in configs}
+    canonical: set[str] = set()
+    refused = 0
+    for c in configs:
+        try:
+            canonical.add(engine.canonicalize(space, c).hash())
+        except ConfigError:
+            refused += 1
     out.print(f"size     {len(configs):,} configurations with conditions applied; "
-              f"{len(canonical):,} distinct after SGLang's resolution rules "
+              f"{len(canonical):,} valid and distinct after SGLang's resolution rules, "
+              f"{refused:,} refused (e.g. a draft tree SGLang cannot build) "
               f"(raw product {space.raw_size():,.0f})")

@@ -89,6 +89,13 @@ class Engine(abc.ABC):
              port: int = 30000) -> LaunchPlan:
         """The exact launch of canonical ``config``."""
 
+    def repair(self, space: SearchSpace, values: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                          str | None]:
+        """A sampler's proposal moved off what the server is known to crash on, and why
+        (None: unchanged). :meth:`canonicalize` refuses such values; a search repairs them
+        so that a sampled region the engine cannot run becomes its nearest runnable point."""
+        return values, None
+
     def resolve(self, space: SearchSpace, assigned: dict[str, Any]) -> Config:
         """Complete ``assigned`` from the baseline and canonicalise it."""
         return self.canonicalize(space, space.complete(assigned))

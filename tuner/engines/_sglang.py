@@ -12,7 +12,10 @@ Canonicalisation applies SGLang 0.5.23's own resolution rules, one function each
 * :func:`_rule_topk1_forces_draft_tokens` - with ``--speculative-eagle-topk 1`` SGLang forces
   ``--speculative-num-draft-tokens`` to steps + 1;
 * :func:`_rule_default_speculative_params` - EAGLE-family speculation without steps takes
-  SGLang's automatic (3, 1, 4) and rejects a topk or draft count given without steps.
+  SGLang's automatic (3, 1, 4) and rejects a topk or draft count given without steps;
+* :func:`_rule_draft_tree_fits` - a draft count larger than the EAGLE tree of (steps, topk)
+  holds is refused (SGLang accepts the flags and crashes at the first decode); a sampler's
+  proposal is repaired instead (:meth:`SGLangEngine.repair`).
 """
 
 from __future__ import annotations
@@ -148,6 +151,43 @@ def _rule_topk1_forces_draft_tokens(space: SearchSpace, values: dict[str, Any]) 
         values[owner] = int(steps) + 1
 
 
+def draft_tree_capacity(steps: int, topk: int) -> int:
+    """Draft tokens an EAGLE tree of ``steps`` draft steps and top-k ``topk`` can offer.
+
+    SGLang 0.5.17 and 0.5.23 alike: the draft loop scores ``topk`` candidates at step 0 and
+    ``topk * topk`` at each later step (``sglang/srt/speculative/spec_utils.py``,
+    ``_select_top_k_tokens_first`` / ``_select_top_k_tokens_later``), and
+    ``organize_draft_results`` (``sglang/srt/speculative/eagle_utils.py``) takes
+    ``torch.topk(scores, num_draft_tokens - 1)`` over them. One more token, the root, is
+    the verified one: ``--speculative-num-draft-tokens`` may be at most ``1 + capacity``.
+    """
+    return topk + (steps - 1) * topk * topk
+
+
+def _tree_overflow(space: SearchSpace, values: dict[str, Any]) -> tuple[str, int, str] | None:
+    """(owning knob, largest draft count, reason) when the draft tree cannot be built."""
+    view = _View(space, values)
+    algo, steps, topk, draft = (view.flag(f) for f in (ALGORITHM, STEPS, TOPK, DRAFT_TOKENS))
+    if algo is None or str(algo).upper() not in EAGLE_FAMILY:
+        return None
+    if steps is None or topk is None or draft is None or int(topk) == 1:
+        return None
+    most = 1 + draft_tree_capacity(int(steps), int(topk))
+    if int(draft) <= most:
+        return None
+    owner = view.flag_owner.get(DRAFT_TOKENS, DRAFT_TOKENS)
+    return owner, most, (
+        f"{DRAFT_TOKENS} {draft} does not fit the draft tree of {int(steps)} step(s) at "
+        f"top-k {int(topk)} (at most {most}): SGLang starts, then its organize_draft_results "
+        "fails with 'selected index k out of range'")
+
+
+def _rule_draft_tree_fits(space: SearchSpace, values: dict[str, Any]) -> None:
+    overflow = _tree_overflow(space, values)
+    if overflow is not None:
+        raise ConfigError(overflow[2])
+
+
 #: In application order; each mutates the completed configuration in place.
 RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
     _rule_speculation_off,
@@ -155,6 +195,7 @@ RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
     _rule_fp8_excludes_fp32_lm_head,
     _rule_default_speculative_params,
     _rule_topk1_forces_draft_tokens,
+    _rule_draft_tree_fits,
 )
 
 
@@ -237,6 +278,16 @@ class SGLangEngine(Engine):
             rule(space, out)
         # keep the space's knob order
         return Config({n: out[n] for n in space.order if n in out})
+
+    def repair(self, space: SearchSpace, values: dict[str, Any]) -> tuple[dict[str, Any],
+                                                                          str | None]:
+        """Move a sampler's proposal the server would crash on to the nearest one it runs:
+        a draft count beyond the EAGLE tree becomes the largest the tree holds."""
+        overflow = _tree_overflow(space, values)
+        if overflow is None or overflow[0] not in values:
+            return values, None
+        owner, most, reason = overflow
+        return {**values, owner: most}, f"{owner} {values[owner]} -> {most}: {reason}"
 
     # -- launch ----------------------------------------------------------------------------
     def entry_command(self, space: SearchSpace) -> list[str]:

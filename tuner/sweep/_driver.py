@@ -327,7 +327,9 @@ class Driver:
             self._maybe_enqueue_neighbour()
         trial = self.study.ask()
         role = trial.user_attrs.get(ROLE, "trial")
-        values = suggest(self.space, trial)
+        values, repaired = self.engine.repair(self.space, suggest(self.space, trial))
+        if repaired:
+            trial.set_user_attr("repaired", repaired)
         try:
             config = self.engine.canonicalize(self.space, values)
         except UserError as exc:
@@ -433,7 +435,7 @@ class Driver:
 
         from tuner import __version__
 
-        values = dict(trial.params)
+        values, _ = self.engine.repair(self.space, dict(trial.params))
         config = self.engine.canonicalize(self.space, values)
         plan = self.engine.plan(self.space, config)
         return TrialResult(
