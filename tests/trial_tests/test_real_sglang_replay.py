@@ -62,6 +62,25 @@ def test_recorded_server_info_confirms_every_knob(path: Path) -> None:
     assert {c.verdict for c in checks} == {"confirmed"}
 
 
+@pytest.mark.parametrize("path", TRIALS, ids=lambda p: p.stem)
+def test_todays_fixed_flag_evidence_holds_on_the_real_server_info(path: Path) -> None:
+    # The recorded /server_info keeps a subset of fields; whatever of the fixed flags it
+    # shows must agree (0.5.17 folds the CUDA-graph flags into cuda_graph_config too).
+    r = _load(path)
+    space = _space(r)
+    engine = make_engine("sglang")
+    plan = engine.plan(space, engine.resolve(space, r.config), port=r.plan.port)
+    fixed = [ev for ev in plan.evidence if ev.knob.startswith("(fixed) ")]
+    verdicts = {c.knob: c.verdict for c in effect_check(fixed, r.server_info, "")}
+    assert "mismatched" not in verdicts.values()
+    for flag in ("--attention-backend", "--context-length", "--max-running-requests",
+                 "--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"):
+        assert verdicts[f"(fixed) {flag}"] == "confirmed"
+    dropped = {**r.server_info, "attention_backend": "flashinfer"}
+    again = {c.knob: c.verdict for c in effect_check(fixed, dropped, "")}
+    assert again["(fixed) --attention-backend"] == "mismatched"
+
+
 def test_a_real_server_info_that_disagrees_is_a_mismatch() -> None:
     r = _load(HERE / "trial-dsv3-nextn.json")
     info = {**r.server_info, "speculative_num_steps": 3}     # as if SGLang had overridden it

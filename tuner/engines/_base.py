@@ -36,6 +36,9 @@ class KnobEvidence(BaseModel):
     knob: str
     value: Any
     server_info: dict[str, Any] = Field(default_factory=dict)
+    #: Checked only where /server_info shows the field (fixed flags: not every version or
+    #: engine reports every setting); a shown value that differs is a mismatch.
+    server_info_if_present: dict[str, Any] = Field(default_factory=dict)
     log: list[str] = Field(default_factory=list)
     log_absent: list[str] = Field(default_factory=list)
     none: str | None = None

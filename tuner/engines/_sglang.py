@@ -188,6 +188,36 @@ def _rule_draft_tree_fits(space: SearchSpace, values: dict[str, Any]) -> None:
         raise ConfigError(overflow[2])
 
 
+#: Fixed flags whose /server_info field is not the flag's dest: SGLang folds the CUDA-graph
+#: settings into the nested ``cuda_graph_config`` (0.5.17 and 0.5.23, seen on both).
+_FOLDED_FIELD = {
+    f"--cuda-graph-{what}-{phase}": f"cuda_graph_config.{phase}.{field}"
+    for phase in ("decode", "prefill")
+    for what, field in (("backend", "backend"), ("max-bs", "max_bs"), ("bs", "bs"))
+}
+#: Fixed flags /server_info does not echo as given (resolved, secret or formatted anew).
+_NOT_ECHOED = {ALGORITHM, "--speculative-draft-model-path", "--json-model-override-args",
+               "--api-key", "--admin-api-key", "--config", "--model-path", "--host", "--port"}
+
+
+def _fixed_evidence(space: SearchSpace) -> list[KnobEvidence]:
+    """Evidence for every fixed flag, as ``(fixed) FLAG``: a server that silently drops one
+    (a fork without it, a wrapper that filters flags) shows the default instead."""
+    out = []
+    for flag, value in space.spec.fixed_flags.items():
+        if flag in _NOT_ECHOED or value is None or value is False:
+            continue
+        field = _FOLDED_FIELD.get(flag, flag[2:].replace("-", "_"))
+        known = FLAGS.get(flag)
+        if known is not None and known.nargs and not isinstance(value, list):
+            value = [value]
+        if isinstance(value, str):
+            value = value.replace("{model.path}", space.spec.model.path)
+        out.append(KnobEvidence(knob=f"(fixed) {flag}", value=value,
+                                server_info_if_present={field: value}))
+    return out
+
+
 #: In application order; each mutates the completed configuration in place.
 RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
     _rule_speculation_off,
@@ -322,6 +352,7 @@ class SGLangEngine(Engine):
         if self._plan_env is not None:
             env.update(self._plan_env(space))
         evidence = [self._evidence(space, n, v) for n, v in config.values.items()]
+        evidence += _fixed_evidence(space)
         return LaunchPlan(
             engine=self.name, engine_version=space.spec.engine.version, argv=argv, env=env,
             host=host, port=port, config=config.as_dict(), config_hash=config.hash(),

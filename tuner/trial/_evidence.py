@@ -68,6 +68,14 @@ def check_knob(ev: KnobEvidence, server_info: dict[str, Any], log_text: str) -> 
             seen.append(f"/server_info {field}={actual!r}")
         else:
             problems.append(f"/server_info {field}={actual!r}, expected {expected!r}")
+    for field, expected in ev.server_info_if_present.items():
+        actual = lookup(server_info, field)
+        if actual is MISSING:
+            continue
+        if same_value(expected, actual):
+            seen.append(f"/server_info {field}={actual!r}")
+        else:
+            problems.append(f"/server_info {field}={actual!r}, expected {expected!r}")
     for pattern in ev.log:
         m = re.search(pattern, log_text, re.M)
         if m:
