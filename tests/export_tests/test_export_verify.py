@@ -112,14 +112,17 @@ def _serve(profile: Path, tmp: Path, variant: str, yaml_edit: dict | None = None
             env[k] = shlex.split(v)[0] if v else ""
     env.update(sim_env(tmp, 100.0))
     log = tmp / f"{variant}-{port}.log"
-    module = {"fork": "tuner_sim.fork", "fork-unshared": "tuner_sim.fork_unshared"}[variant]
-    proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--model-path",
-                             SPACE.spec.model.path, "--config", str(cfg), "--port", str(port)],
+    module = {"fork": "tuner_sim.fork", "fork-unshared": "tuner_sim.fork_unshared",
+              "stock": "tuner_sim.stock"}[variant]
+    tail = _launch_argv(profile, port)[2:]        # launch.sh's flags after `sglang serve`
+    tail[tail.index("--config") + 1] = str(cfg)
+    proc = subprocess.Popen([sys.executable, "-m", module, "serve", *tail],
                             env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}", log
 
 
-def _verify(profile: Path, url: str, log: Path) -> subprocess.CompletedProcess[str]:
+def _verify(profile: Path, url: str, log: Path | None, probe: int = 6
+            ) -> subprocess.CompletedProcess[str]:
     import time
 
     import httpx
@@ -130,9 +133,10 @@ def _verify(profile: Path, url: str, log: Path) -> subprocess.CompletedProcess[s
                 break
         except httpx.HTTPError:
             time.sleep(0.1)
+    with_log = ["--log", str(log)] if log is not None else []
     return subprocess.run(tuner_argv("verify", str(profile / "profile.yaml"), "--url", url,
-                                     "--log", str(log), "--gsm8k", str(GSM8K_DIR),
-                                     "--probe", "6"), capture_output=True, text=True,
+                                     *with_log, "--gsm8k", str(GSM8K_DIR),
+                                     "--probe", str(probe)), capture_output=True, text=True,
                           timeout=180, env={**os.environ, "COLUMNS": "200"})
 
 
@@ -157,6 +161,26 @@ def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str
         assert out.returncode == 1, out.stdout
         last = out.stdout.strip().splitlines()[-1]
         assert last.startswith("FAIL") and failing in last, last
+
+
+@pytest.mark.slow
+def test_verify_is_strict_without_the_log(profile: Path, tmp_path: Path) -> None:
+    # Stock SGLang silently ignores the FP8 LM-head variable: only the log shows it.
+    proc, url, log = _serve(profile, tmp_path, "stock")
+    try:
+        blind = _verify(profile, url, None, probe=0)      # settings only: no TPOT check
+        seeing = _verify(profile, url, log, probe=0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert blind.returncode == 1, blind.stdout
+    last = blind.stdout.strip().splitlines()[-1]
+    assert last.startswith("UNVERIFIED") and "lm_head=fp8" in last, last
+    assert "lm_head=fp8 (log evidence)" in " ".join(blind.stdout.split()).split(
+        "not checked:")[1]
+    assert seeing.returncode == 1
+    last = seeing.stdout.strip().splitlines()[-1]
+    assert last.startswith("FAIL") and "lm_head=fp8 (log evidence)" in last, last
 
 
 TINY = Path(__file__).resolve().parents[2] / "search_spaces" / "tiny-qwen3moe-h200.yaml"

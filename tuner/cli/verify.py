@@ -17,7 +17,9 @@ def verify(
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="GSM8K folder for a "
                               "GSM8K-shaped probe (else a synthetic one)"),
 ) -> None:
-    """PASS/FAIL per check with reasons; exit code 0 when every check passes, 1 otherwise."""
+    """PASS/FAIL/UNVERIFIED per check with reasons; exit code 0 only when every check
+    passes. A knob only the server log can prove (the FP8 LM head) is UNVERIFIED without
+    --log: a server that silently ignores it would otherwise pass."""
     import yaml
 
     from tuner.cli._common import console
@@ -45,12 +47,21 @@ def verify(
     for col in ("check", "result", "expected", "observed"):
         t.add_column(col, overflow="fold")
     for c in checks:
-        mark = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[dim]info[/]"}[c.passed]
+        mark = ("[yellow]UNVERIFIED[/]" if c.unverified else
+                {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[dim]info[/]"}[c.passed])
         t.add_row(c.name, mark, c.expected, c.observed)
     out = console()
     out.print(t)
+    passed = sum(c.passed is True for c in checks)
+    unverified = [c.name for c in checks if c.unverified]
+    out.print(f"checked {passed + sum(c.passed is False for c in checks)}, passed {passed}; "
+              f"not checked: {', '.join(unverified) or 'nothing'}")
     failed = [c.name for c in checks if c.passed is False]
     if failed:
         out.print(f"[red bold]FAIL[/]: {', '.join(failed)}")
+        raise typer.Exit(1)
+    if unverified:
+        out.print(f"[yellow bold]UNVERIFIED[/]: {', '.join(unverified)} (pass --log FILE, "
+                  "the server's log)")
         raise typer.Exit(1)
     out.print("[green bold]PASS[/]: the server is the profile")

@@ -104,18 +104,24 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
                  ) -> dict[str, Any]:
     """What a server started from this profile must show (``tuner verify``)."""
     server_info: dict[str, Any] = {}
-    log: list[str] = []
-    log_absent: list[str] = []
+    if_present: dict[str, Any] = {}
+    log_evidence: list[dict[str, Any]] = []
     unobservable: dict[str, str] = {}
     for ev in result.plan.evidence:
         server_info.update(ev.server_info)
-        log += ev.log
-        log_absent += ev.log_absent
+        if_present.update(ev.server_info_if_present)
+        if ev.log or ev.log_absent:
+            log_evidence.append({"knob": ev.knob, "value": ev.value, "log": list(ev.log),
+                                 "log_absent": list(ev.log_absent)})
         if ev.none:
             unobservable[ev.knob] = ev.none
     a = result.aggregates
-    out: dict[str, Any] = {"server_info": server_info, "log": log, "log_absent": log_absent,
-                           "unobservable": unobservable}
+    out: dict[str, Any] = {
+        "server_info": server_info, "server_info_if_present": if_present,
+        "log_evidence": log_evidence,
+        "log": [p for e in log_evidence for p in e["log"]],
+        "log_absent": [p for e in log_evidence for p in e["log_absent"]],
+        "unobservable": unobservable}
     if a is not None and a.tpot_ms:
         out["tpot_ms"] = {"measured": round(a.tpot_ms, 3),
                           "max": round(a.tpot_ms * (1 + tpot_tolerance), 3)}

@@ -32,6 +32,38 @@ class Check:
     passed: bool | None          # None: informational
     expected: str
     observed: str
+    #: Not checked for want of evidence (e.g. a log-only knob without --log): not a pass,
+    #: and verify exits non-zero.
+    unverified: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.passed is False or self.unverified
+
+
+def _log_checks(expect: dict[str, Any], log_text: str | None) -> list[Check]:
+    """One check per knob whose evidence is a log line; UNVERIFIED without the log."""
+    entries = expect.get("log_evidence")
+    if entries is None:   # a profile from before per-knob log evidence
+        entries = [{"knob": "log lines", "log": expect.get("log") or [],
+                    "log_absent": expect.get("log_absent") or []}]
+    out = []
+    for e in entries:
+        patterns = [*e.get("log", []), *e.get("log_absent", [])]
+        if not patterns:
+            continue
+        name = f"{e['knob']}={e.get('value')}" if "value" in e else e["knob"]
+        if log_text is None:
+            out.append(Check(f"{name} (log evidence)", None, f"{len(patterns)} log line(s)",
+                             "UNVERIFIED: part of its evidence is the server log; pass "
+                             "--log FILE", unverified=True))
+            continue
+        missing = [p for p in e.get("log", []) if re.search(p, log_text, re.M) is None]
+        present = [p for p in e.get("log_absent", []) if re.search(p, log_text, re.M)]
+        problems = [f"/{p}/ absent" for p in missing] + [f"/{p}/ present" for p in present]
+        out.append(Check(f"{name} (log evidence)", not problems,
+                         ", ".join(f"/{p}/" for p in patterns), "; ".join(problems) or "seen"))
+    return out
 
 
 def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
@@ -56,18 +88,15 @@ def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
         else:
             checks.append(Check(f"/server_info {field}", same_value(want, got), repr(want),
                                 repr(got)))
+    for field, want in (expect.get("server_info_if_present") or {}).items():
+        got = lookup(info, field)
+        if got is not MISSING:      # fixed flags: checked where the server shows them
+            checks.append(Check(f"/server_info {field} (fixed)", same_value(want, got),
+                                repr(want), repr(got)))
     version = (profile.get("engine") or {}).get("version")
     if version:
         checks.append(Check("engine version", None, str(version), str(info.get("version"))))
-    if log_text is not None:
-        for pattern in expect.get("log") or []:
-            ok = re.search(pattern, log_text, re.M) is not None
-            checks.append(Check(f"log /{pattern}/", ok, "present", "present" if ok else
-                                "absent"))
-        for pattern in expect.get("log_absent") or []:
-            ok = re.search(pattern, log_text, re.M) is None
-            checks.append(Check(f"no log /{pattern}/", ok, "absent", "absent" if ok else
-                                "present"))
+    checks += _log_checks(expect, log_text)
     for knob, why in (expect.get("unobservable") or {}).items():
         checks.append(Check(f"{knob} (unobservable)", None, "-", why))
     if probe_requests <= 0:
