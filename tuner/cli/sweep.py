@@ -44,6 +44,8 @@ def sweep(
                                     "another host"),
     probe: bool = typer.Option(True, help="check the engine's flags and env vars first"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
+                                "--api-key and send it (or TUNER_API_KEY); never stored"),
 ) -> None:
     """Search the space: trial 0 is the baseline, then the sampler proposes; every trial is
     launched, proven, measured and gated; the study survives crashes and resumes.
@@ -83,7 +85,7 @@ def sweep(
     caps = engine_capabilities(choice, space) if probe else None
     startup = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
-                        startup_timeout_s=startup, capabilities=caps)
+                        startup_timeout_s=startup, capabilities=caps, api_key=api_key)
     opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,

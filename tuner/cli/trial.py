@@ -33,6 +33,8 @@ def trial(
     probe: bool = typer.Option(True, help="check the engine knows every flag and env var "
                                "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
+                                "--api-key and send it (or TUNER_API_KEY); never stored"),
     out: Path = typer.Option(None, help="write the TrialResult JSON here"),
     json_: bool = typer.Option(False, "--json", help="print the TrialResult JSON"),
 ) -> None:
@@ -72,7 +74,7 @@ def trial(
     timeout = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(
         workdir=workdir, workload=wl, gsm8k=gsm8k, startup_timeout_s=timeout,
-        capabilities=caps,
+        capabilities=caps, api_key=api_key,
         baseline_per_question=base.aggregates.per_question if base and base.aggregates else None)
     if choice.note and not json_:
         typer.echo(choice.note, err=True)

@@ -92,6 +92,10 @@ class Engine(abc.ABC):
              port: int = 30000) -> LaunchPlan:
         """The exact launch of canonical ``config``."""
 
+    def secret_args(self, api_key: str | None) -> list[str]:
+        """Arguments that give the server ``api_key``; added at launch, never to a plan."""
+        return []
+
     def repair(self, space: SearchSpace, values: dict[str, Any]) -> tuple[dict[str, Any],
                                                                           str | None]:
         """A sampler's proposal moved off what the server is known to crash on, and why

@@ -256,6 +256,10 @@ class SGLangEngine(Engine):
                                         f"rejects it as ambiguous); use {REMOVED_FLAGS[flag]}")
             if flag in ("--host", "--port"):
                 raise space.error(path, f"{flag} is set by the tuner for each launch")
+            if flag in ("--api-key", "--admin-api-key"):
+                raise space.error(path, f"{flag} does not belong in a space file (it would be "
+                                        "stored with the study); pass --api-key or set "
+                                        "TUNER_API_KEY")
             if flag == "--model-path":
                 raise space.error(path, "give the model path under model.path")
             if flag in extra:
@@ -308,6 +312,9 @@ class SGLangEngine(Engine):
             rule(space, out)
         # keep the space's knob order
         return Config({n: out[n] for n in space.order if n in out})
+
+    def secret_args(self, api_key: str | None) -> list[str]:
+        return ["--api-key", api_key] if api_key else []
 
     def repair(self, space: SearchSpace, values: dict[str, Any]) -> tuple[dict[str, Any],
                                                                           str | None]:

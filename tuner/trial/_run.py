@@ -27,6 +27,7 @@ from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
 from tuner.trial._server import StartupFailure
 from tuner.trial._server import free_port
+from tuner.trial._server import redact
 from tuner.trial._stats import aggregate
 from tuner.trial._workload import BenchError
 from tuner.trial._workload import prepare
@@ -63,6 +64,9 @@ class TrialOptions:
     #: Token ids a synthetic workload may send, [0, vocab_size); None: found from the
     #: space's model (:func:`tuner.workloads.vocab.vocab_size`).
     vocab_size: int | None = None
+    #: The server's API key (``--api-key``): sent with every request, passed to the server
+    #: out of the recorded plan, redacted from its log; never stored.
+    api_key: str | None = field(default=None, repr=False)
     #: Added to the server's environment (not to the plan): e.g. the sweep's owner tag,
     #: by which its clean-up finds servers a killed driver left behind.
     server_env: dict[str, str] = field(default_factory=dict)
@@ -123,7 +127,8 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             return _finish(fail("unsupported_knob", detail), t_start, 1.0)
     prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k,
                        vocab_size=workload_vocab(space, opts))
-    server = ServerProcess(plan, log_path, extra_env=opts.server_env)
+    server = ServerProcess(plan, log_path, extra_env=opts.server_env, api_key=opts.api_key,
+                           secret_argv=engine.secret_args(opts.api_key))
     scale = 1.0
     try:
         server.start()
@@ -140,8 +145,8 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
                 result.metrics = _metrics(client.get("/metrics").text)
         result.time_scale = scale
         result.engine_version = info.get("version")
-        result.server_info = info if opts.keep_full_server_info else {
-            k: info[k] for k in KEPT_FIELDS if k in info}
+        result.server_info = redact(info if opts.keep_full_server_info else {
+            k: info[k] for k in KEPT_FIELDS if k in info}, opts.api_key)
         result.timings.startup_s = startup_wall * scale
         result.effect = effect_check(plan.evidence, info, log_path.read_text(errors="replace"))
         result.timings.evidence_s = (time.monotonic() - t0) * scale

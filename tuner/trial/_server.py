@@ -15,6 +15,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -35,6 +36,22 @@ class StartupFailure(Exception):
 _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
                   r"leave no GPU memory for the KV cache|out of memory", re.I)
 _UNSUPPORTED = re.compile(r"invalid choice|unrecognized arguments|ambiguous option")
+
+
+REDACTED = "***"
+
+
+def redact(value: Any, secret: str | None) -> Any:
+    """``value`` (text, or JSON-like data) with every occurrence of ``secret`` replaced."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, dict):
+        return {k: redact(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, secret) for v in value]
+    return value
 
 
 def classify_exit(log_tail: str) -> str:
@@ -70,11 +87,15 @@ class ServerProcess:
     """One server started from ``plan``, its log captured to ``log_path``."""
 
     def __init__(self, plan: LaunchPlan, log_path: Path, *, api_key: str | None = None,
+                 secret_argv: list[str] | None = None,
                  extra_env: dict[str, str] | None = None) -> None:
+        """``secret_argv`` (the engine's way of passing ``api_key``) is added to the launch
+        but never to the plan; the key is redacted from the log once the server stops."""
         self.plan = plan
         self.extra_env = dict(extra_env or {})
         self.log_path = Path(log_path)
         self.api_key = api_key
+        self.secret_argv = list(secret_argv or [])
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self.ready_at: float | None = None
@@ -91,7 +112,8 @@ class ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.plan.env, **self.extra_env}
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(self.plan.argv, env=env, stdout=log,
+            self.proc = subprocess.Popen([*self.plan.argv, *self.secret_argv], env=env,
+                                         stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.started_at = time.monotonic()
 
@@ -104,7 +126,7 @@ class ServerProcess:
                 text = fh.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return redact("\n".join(text.splitlines()[-lines:]), self.api_key)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -156,6 +178,17 @@ class ServerProcess:
         psutil.wait_procs(alive, timeout=5)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        self._redact_log()
+
+    def _redact_log(self) -> None:
+        """The server prints its arguments (the key among them): rewrite the log without."""
+        if not self.api_key:
+            return
+        with contextlib.suppress(OSError):
+            data = self.log_path.read_bytes()
+            key = self.api_key.encode()
+            if key in data:
+                self.log_path.write_bytes(data.replace(key, REDACTED.encode()))
 
     def leftovers(self) -> list[str]:
         """What survived :meth:`stop`: live descendants or a still-bound port (empty: clean)."""
