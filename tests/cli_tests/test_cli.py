@@ -3,6 +3,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
@@ -61,3 +65,31 @@ def test_version_and_help() -> None:
     proc = run("--help")
     assert proc.returncode == 0 and "plan" in proc.stdout and "doctor" in proc.stdout
     assert run("--version").stdout.startswith("tuner ")
+
+
+def test_doctor_auto_checks_the_simulator_when_no_sglang_is_installed() -> None:
+    proc = run("doctor", str(SPARK), "--json")
+    data = json.loads(proc.stdout)
+    assert data["found"] and data["command"][1:3] == ["-m", "tuner_sim.fork"]
+
+
+@pytest.mark.slow
+def test_doctor_reports_the_version_of_a_real_sglang_install(tmp_path: Path) -> None:
+    # The real 0.5.23 wheel, installed without its dependencies (no torch here: its --help
+    # cannot run, its metadata can be read). Its version.py would say 0.0.0.dev0.
+    wheels = tmp_path / "wheels"
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                          "sglang==0.5.23", "-d", str(wheels)], capture_output=True, timeout=300)
+    if got.returncode != 0:
+        pytest.skip("PyPI unreachable: " + got.stderr.decode()[-200:])
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+                    "--target", str(site), *map(str, wheels.glob("*.whl"))], check=True,
+                   timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(site), "PATH": f"{site / 'bin'}:{os.environ['PATH']}"}
+    proc = subprocess.run(tuner_argv("doctor", "--json"), capture_output=True, text=True,
+                          env=env, timeout=300)
+    data = json.loads(proc.stdout)
+    assert data["command"] == ["sglang", "serve"]          # auto found the installed one
+    assert data["found"] and data["version"] == "0.5.23", data
+    assert data["help_error"]                               # no torch: --help fails, said so

@@ -10,7 +10,8 @@ import typer
 def doctor(
     space_file: Path = typer.Argument(None, metavar="[SPACE]",
                                       help="search-space file to check knob by knob"),
-    engine: str = typer.Option("sglang", help="sglang, or sim[:fork|stock|fork-unshared]"),
+    engine: str = typer.Option("auto", help="auto (the installed SGLang, else the "
+                               "simulator), sglang, or sim[:fork|stock|fork-unshared]"),
     engine_command: str = typer.Option(None, help="entry point to probe (default: the "
                                        "space's engine command, or 'sglang serve')"),
     json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
@@ -29,6 +30,14 @@ def doctor(
     from tuner.engines._capabilities import knob_support
     from tuner.engines._capabilities import probe
 
+    note = None
+    if engine == "auto":      # what is installed: doctor needs no GPU to read it
+        import shutil
+
+        given = split_command(engine_command)
+        engine = "sglang" if (given or shutil.which("sglang")) else "sim"
+        if engine == "sim":
+            note = "no sglang command here: checking the built-in simulator (--engine sim)"
     eng = make_engine(engine, command=split_command(engine_command))
     space = load_checked_space(space_file, eng) if space_file else None
     if space is not None:
@@ -50,6 +59,8 @@ def doctor(
         }, indent=2))
     else:
         out = console()
+        if note:
+            out.print(f"[yellow]{note}[/]")
         out.print(f"engine command  {' '.join(command)}")
         if not caps.found:
             out.print(f"[red]not found[/red]: {caps.reason}")
