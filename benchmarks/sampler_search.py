@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.sweep_tests.model_runner import ModelRunner
 from tuner.engines import make_engine
 from tuner.space import load_space
+from tuner.study import feasible_best
 from tuner.study._storage import locate
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
-from tuner.sweep._driver import feasible_best
 from tuner.trial import TrialOptions
 
 

@@ -63,16 +63,16 @@ case $PART in
 trials)
   say "doctor"; tuner doctor $QWEN --engine sglang 2>&1 | tee -a "$LOG"
   say "trial: dsv3 baseline";  tuner trial $DSV3 $T --out $WORK/trial-dsv3-baseline.json >>"$LOG" 2>&1
-  say "trial: dsv3 NEXTN 2/1"; tuner trial $DSV3 $T --no-probe --set speculative=NEXTN \
+  say "trial: dsv3 NEXTN 2/1"; tuner trial $DSV3 $T --no-check-engine --set speculative=NEXTN \
     --set spec_steps=2 --set spec_topk=1 --out $WORK/trial-dsv3-nextn.json >>"$LOG" 2>&1
-  say "trial: qwen3moe NGRAM 4"; tuner trial $QWEN $T --no-probe --set speculative=NGRAM \
+  say "trial: qwen3moe NGRAM 4"; tuner trial $QWEN $T --no-check-engine --set speculative=NGRAM \
     --set ngram_draft_tokens=4 --out $WORK/trial-qwen3moe-ngram.json >>"$LOG" 2>&1
   say "trial: qwen3moe with all but 512 MiB of the GPU taken (out of memory)"
   # With --max-total-tokens the pool is sized by the cap, not the fraction: a too-large
   # fraction alone starts (docs/real-sglang-h200.md); leave the server no memory instead.
   python3 -c 'import time, torch; free, _ = torch.cuda.mem_get_info(); x = torch.empty(free - 2**29, dtype=torch.uint8, device="cuda"); print("hog", x.numel() >> 30, "GiB", flush=True); time.sleep(600)' &
   HOG=$!; sleep 20
-  tuner trial $QWEN --engine sglang --startup-timeout 200 --workdir $WORK/runs --no-probe \
+  tuner trial $QWEN --engine sglang --startup-timeout 200 --workdir $WORK/runs --no-check-engine \
     --set mem_fraction=0.5 --out $WORK/trial-qwen3moe-oom.json >>"$LOG" 2>&1
   kill $HOG; wait $HOG 2>/dev/null
   summary $WORK/trial-*.json

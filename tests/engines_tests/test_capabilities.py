@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SPARK
+from tuner.engines import inspect_engine
 from tuner.engines._capabilities import knob_support
 from tuner.engines._capabilities import parse_help
-from tuner.engines._capabilities import probe
 from tuner.space import load_space
 
 
@@ -60,7 +60,7 @@ def test_probe_finds_version_flags_and_env(tmp_path: Path, monkeypatch: pytest.M
                                            ) -> None:
     root = _fake_engine(tmp_path, ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"])
     monkeypatch.setenv("PYTHONPATH", str(root))
-    caps = probe([sys.executable, "-m", "fakeengine"])
+    caps = inspect_engine([sys.executable, "-m", "fakeengine"])
     assert caps.found and caps.version == "0.5.23"
     assert caps.source_root == root / "fakeengine"
     assert caps.accepts("--moe-runner-backend", "marlin") is True
@@ -79,10 +79,10 @@ def test_probe_finds_version_flags_and_env(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_probe_of_a_missing_engine_says_not_found() -> None:
-    caps = probe(["sglang-that-is-not-installed", "serve"])
+    caps = inspect_engine(["sglang-that-is-not-installed", "serve"])
     assert not caps.found
     assert "command not found" in (caps.reason or "")
-    caps = probe([sys.executable, "-m", "no_such_module_here", "serve"])
+    caps = inspect_engine([sys.executable, "-m", "no_such_module_here", "serve"])
     assert not caps.found and "not installed" in (caps.reason or "")
 
 
@@ -101,7 +101,7 @@ def test_version_comes_from_the_installed_metadata_not_version_py(
     (root / "fakeengine" / "version.py").write_text('__version__ = "0.0.0.dev0"\n')
     _with_metadata(root, "fakeengine", "0.5.17")
     monkeypatch.setenv("PYTHONPATH", str(root))
-    assert probe([sys.executable, "-m", "fakeengine"]).version == "0.5.17"
+    assert inspect_engine([sys.executable, "-m", "fakeengine"]).version == "0.5.17"
 
 
 def test_a_script_entry_point_is_probed_through_its_interpreter(
@@ -111,7 +111,7 @@ def test_a_script_entry_point_is_probed_through_its_interpreter(
     script.write_text("from fakeengine import version\nimport runpy\n"
                       "runpy.run_module('fakeengine', run_name='__main__')\n")
     monkeypatch.setenv("PYTHONPATH", str(root))
-    caps = probe([sys.executable, str(script)])
+    caps = inspect_engine([sys.executable, str(script)])
     assert caps.found and caps.source_root == root / "fakeengine"
     assert caps.version == "0.5.23"
     assert caps.knows_env("SGLANG_SOMETHING") is True

@@ -136,7 +136,7 @@ def _verify(profile: Path, url: str, log: Path | None, probe: int = 6
     with_log = ["--log", str(log)] if log is not None else []
     return subprocess.run(tuner_argv("verify", str(profile / "profile.yaml"), "--url", url,
                                      *with_log, "--gsm8k", str(GSM8K_DIR),
-                                     "--probe", str(probe)), capture_output=True, text=True,
+                                     "--requests", str(probe)), capture_output=True, text=True,
                           timeout=180, env={**os.environ, "COLUMNS": "200"})
 
 
@@ -144,7 +144,7 @@ def _verify(profile: Path, url: str, log: Path | None, probe: int = 6
 @pytest.mark.parametrize(("variant", "edit", "failing"), [
     ("fork", None, None),
     ("fork", {"moe-runner-backend": "marlin"}, "/server_info moe_runner_backend"),
-    ("fork-unshared", None, "accept length (probe)"),
+    ("fork-unshared", None, "accept length (verify workload)"),
 ])
 def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str,
                                      edit: dict | None, failing: str | None) -> None:

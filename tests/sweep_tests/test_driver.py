@@ -14,11 +14,11 @@ from tests.sweep_tests.model_runner import ModelRunner
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.space import parse_space
+from tuner.study import feasible_front
 from tuner.study._record import ROLE
 from tuner.study._storage import locate
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
-from tuner.sweep._driver import feasible_front
 from tuner.trial import TrialOptions
 
 

@@ -17,8 +17,8 @@ from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.sweep_tests import assert_every_constraint_set
+from tuner.study import feasible_front
 from tuner.study._record import ROLE
-from tuner.sweep._driver import feasible_front
 
 
 pytestmark = pytest.mark.slow

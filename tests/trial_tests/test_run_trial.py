@@ -15,8 +15,8 @@ from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.simulator import sim_env
+from tuner.engines import inspect_engine
 from tuner.engines import make_engine
-from tuner.engines._capabilities import probe
 from tuner.space import SearchSpace
 from tuner.space import load_space
 from tuner.trial import TrialOptions
@@ -46,7 +46,7 @@ def trial(tmp_path: Path, settings: dict[str, Any] | None = None, *, variant: st
     options = TrialOptions(
         workdir=tmp_path / "logs", workload=wl, gsm8k=str(GSM8K_DIR),
         startup_timeout_s=startup_timeout,
-        capabilities=probe(engine.entry_command(SPACE)) if caps else None,  # type: ignore[attr-defined]
+        capabilities=inspect_engine(engine.entry_command(SPACE)) if caps else None,  # type: ignore[attr-defined]
         **opts)
     return run_trial(space, engine, engine.resolve(space, settings or {}), options)
 

@@ -37,10 +37,10 @@ class EngineChoice:
 
 def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
     """Probe the engine the choice launches (tuner doctor's findings); fail if it is absent."""
-    from tuner.engines._capabilities import probe
+    from tuner.engines import inspect_engine
     from tuner.errors import UserError
 
-    caps = probe(choice.engine.entry_command(space))  # type: ignore[attr-defined]
+    caps = inspect_engine(choice.engine.entry_command(space))  # type: ignore[attr-defined]
     if not caps.found:
         raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
     return caps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tuner.sweep._driver import Progress
+from tuner.sweep import Progress
 
 
 def _hms(seconds: float) -> str:
@@ -65,9 +65,9 @@ class Display:
 def print_front(console: Any, study: Any, *, simulated: bool) -> None:
     from rich.table import Table
 
-    from tuner.study._record import ROLE
-    from tuner.study._record import baseline_trial
-    from tuner.sweep._driver import feasible_front
+    from tuner.study import ROLE
+    from tuner.study import baseline_trial
+    from tuner.study import feasible_front
 
     front = sorted(feasible_front(study), key=lambda t: t.values[0])
     base = baseline_trial(study)

@@ -20,7 +20,7 @@ def dashboard(
     from optuna.artifacts import FileSystemArtifactStore
 
     from tuner.cli._common import console
-    from tuner.study._open import open_study
+    from tuner.study import open_study
 
     st, loc = open_study(study, storage, artifacts)
     out = console()

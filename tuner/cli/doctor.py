@@ -26,9 +26,9 @@ def doctor(
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
     from tuner.cli._common import split_command
+    from tuner.engines import inspect_engine
+    from tuner.engines import knob_support
     from tuner.engines import make_engine
-    from tuner.engines._capabilities import knob_support
-    from tuner.engines._capabilities import probe
 
     note = None
     if engine == "auto":      # what is installed: doctor needs no GPU to read it
@@ -45,7 +45,7 @@ def doctor(
     else:
         command = split_command(engine_command) or getattr(eng, "command", None) or [
             "sglang", "serve"]
-    caps = probe(command)
+    caps = inspect_engine(command)
     supports = knob_support(space, caps) if (space is not None and caps.found) else []
     if json_:
         typer.echo(json.dumps({

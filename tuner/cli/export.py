@@ -22,11 +22,11 @@ def export(
     from tuner.cli._common import console
     from tuner.engines import make_engine
     from tuner.errors import UserError
-    from tuner.export._profile import load_result
-    from tuner.export._profile import pick_trial
-    from tuner.export._profile import write_profile
-    from tuner.study._open import open_study
-    from tuner.study._record import baseline_trial
+    from tuner.export import load_result
+    from tuner.export import pick_trial
+    from tuner.export import write_profile
+    from tuner.study import baseline_trial
+    from tuner.study import open_study
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)

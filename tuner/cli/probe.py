@@ -36,8 +36,8 @@ def probe(
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
     from tuner.errors import UserError
-    from tuner.probe._fit import fit
-    from tuner.probe._shapes import probe_shapes
+    from tuner.probe import fit
+    from tuner.probe import probe_shapes
 
     space = load_checked_space(space_file)
     machine = space.spec.machine.id

@@ -20,11 +20,11 @@ def report(
     import json
 
     from tuner.cli._common import console
-    from tuner.report._data import collect
-    from tuner.report._tables import front_table
-    from tuner.report._tables import leaderboard
-    from tuner.report._tables import print_tables
-    from tuner.study._open import open_study
+    from tuner.report import collect
+    from tuner.report import front_table
+    from tuner.report import leaderboard
+    from tuner.report import print_tables
+    from tuner.study import open_study
 
     st, _ = open_study(study, storage)
     data = collect(st)
@@ -34,7 +34,7 @@ def report(
         cols = [c for c in data.trials.columns if c != "config"]
         data.trials[cols].to_csv(csv, index=False)
     if html is not None:
-        from tuner.report._html import render
+        from tuner.report import render
 
         html.write_text(render(data, {"Pareto front": front, "Leaderboard": board,
                                       "Failures by reason": data.failures(),

@@ -42,7 +42,8 @@ def sweep(
                                           "ready (default 1800; scaled for the simulator)"),
     break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
                                     "another host"),
-    probe: bool = typer.Option(True, help="check the engine's flags and env vars first"),
+    check_engine: bool = typer.Option(True, help="check the engine's flags and env vars "
+                                      "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
     api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
                                 "--api-key and send it (or TUNER_API_KEY); never stored"),
@@ -62,9 +63,9 @@ def sweep(
     from tuner.cli._sweep_display import Display
     from tuner.cli._sweep_display import print_front
     from tuner.errors import UserError
-    from tuner.study._storage import locate
-    from tuner.sweep._driver import Driver
-    from tuner.sweep._driver import SweepSettings
+    from tuner.study import locate
+    from tuner.sweep import Driver
+    from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
     from tuner.trial import workload_vocab
 
@@ -82,7 +83,7 @@ def sweep(
     if wl.kind == "gsm8k" and gsm8k is None:
         raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
                         "test.jsonl and train.jsonl) or --gsm8k online")
-    caps = engine_capabilities(choice, space) if probe else None
+    caps = engine_capabilities(choice, space) if check_engine else None
     startup = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
                         startup_timeout_s=startup, capabilities=caps, api_key=api_key)
@@ -94,10 +95,10 @@ def sweep(
 
     def runner():  # built lazily: Ray starts only once the lock is held
         if ray_address == "none":
-            from tuner.sweep._local import LocalRunner
+            from tuner.sweep import LocalRunner
 
             return LocalRunner(slots=parallel or 1)
-        from tuner.sweep._ray import RayRunner
+        from tuner.sweep import RayRunner
 
         return RayRunner(address=ray_address, gpu=not choice.simulated, slots=parallel)
 

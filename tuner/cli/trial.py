@@ -30,7 +30,7 @@ def trial(
     noise: float = sim_options.NOISE,
     sim_faults: str = sim_options.SIM_FAULTS,
     sim_profiles: Path = sim_options.SIM_PROFILES,
-    probe: bool = typer.Option(True, help="check the engine knows every flag and env var "
+    check_engine: bool = typer.Option(True, help="check the engine knows every flag and env var "
                                "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
     api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
@@ -70,7 +70,7 @@ def trial(
         except (OSError, ValueError) as exc:
             raise UserError(f"--baseline {baseline}: not a TrialResult ({exc.__class__.__name__})"
                             ) from None
-    caps = engine_capabilities(choice, space) if probe else None
+    caps = engine_capabilities(choice, space) if check_engine else None
     timeout = startup_timeout or choice.default_startup_timeout()
     opts = TrialOptions(
         workdir=workdir, workload=wl, gsm8k=gsm8k, startup_timeout_s=timeout,

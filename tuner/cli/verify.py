@@ -13,9 +13,10 @@ def verify(
     api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="the server's --api-key "
                                 "(or TUNER_API_KEY)"),
     log: Path = typer.Option(None, help="the server's log file: also check its log lines"),
-    probe: int = typer.Option(8, min=0, help="probe requests (0: settings only)"),
+    requests: int = typer.Option(8, min=0, help="requests of the verify workload (0: "
+                                 "settings only)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="GSM8K folder for a "
-                              "GSM8K-shaped probe (else a synthetic one)"),
+                              "GSM8K-shaped verify workload (else a synthetic one)"),
 ) -> None:
     """PASS/FAIL/UNVERIFIED per check with reasons; exit code 0 only when every check
     passes. A knob only the server log can prove (the FP8 LM head) is UNVERIFIED without
@@ -24,7 +25,7 @@ def verify(
 
     from tuner.cli._common import console
     from tuner.errors import UserError
-    from tuner.export._verify import verify as run_verify
+    from tuner.export import verify as run_verify
 
     try:
         data = yaml.safe_load(profile.read_text())
@@ -39,7 +40,7 @@ def verify(
             log_text = log.read_text(errors="replace")
         except OSError as exc:
             raise UserError(f"--log {log}: {exc.strerror}") from None
-    checks = run_verify(data, url, api_key=api_key, log_text=log_text, probe_requests=probe,
+    checks = run_verify(data, url, api_key=api_key, log_text=log_text, requests=requests,
                         gsm8k=gsm8k)
     from rich.table import Table
 

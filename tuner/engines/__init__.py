@@ -7,12 +7,16 @@ import sys
 from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
+from tuner.engines._capabilities import Capabilities
+from tuner.engines._capabilities import inspect_engine
+from tuner.engines._capabilities import knob_support
 from tuner.engines._sglang import SGLangEngine
 from tuner.errors import UserError
 from tuner.space import SearchSpace
 
 
-__all__ = ["SIM_VARIANTS", "Engine", "KnobEvidence", "LaunchPlan", "SGLangEngine",
+__all__ = ["SIM_VARIANTS", "Capabilities", "Engine", "KnobEvidence", "LaunchPlan", "SGLangEngine",
+           "inspect_engine", "knob_support",
            "make_engine"]
 
 #: Simulator variants -> the module the simulator runs as (``python -m MODULE serve``).

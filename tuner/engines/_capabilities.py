@@ -184,7 +184,7 @@ def _file_version(root: Path | None) -> str | None:
     return None
 
 
-def probe(command: list[str], *, timeout: float = 180.0) -> Capabilities:
+def inspect_engine(command: list[str], *, timeout: float = 180.0) -> Capabilities:
     """Learn what the engine behind ``command`` accepts. Never raises for a missing engine."""
     if not command:
         return Capabilities(command=command, found=False, reason="empty engine command")

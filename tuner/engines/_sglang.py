@@ -34,9 +34,9 @@ from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
 from tuner.errors import ConfigError
 from tuner.space import Config
+from tuner.space import Evidence
 from tuner.space import SearchSpace
 from tuner.space import value_key
-from tuner.space._schema import Evidence
 
 
 ALGORITHM = "--speculative-algorithm"
@@ -47,8 +47,6 @@ MOE_BACKEND = "--moe-runner-backend"
 FP32_LM_HEAD = "--enable-fp32-lm-head"
 FP8_LM_HEAD_ENV = "SGLANG_ENABLE_FP8_LM_HEAD"
 HUMMING_ENV_PREFIX = "SGLANG_HUMMING_"
-#: SGLang's automatic (steps, topk, draft tokens) for EAGLE-family speculation on Bailing.
-DEFAULT_SPEC_PARAMS = (3, 1, 4)
 
 
 def render_value(value: Any, model_path: str) -> str:

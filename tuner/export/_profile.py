@@ -27,17 +27,9 @@ import yaml
 from tuner import __version__
 from tuner.engines import SGLangEngine
 from tuner.errors import UserError
-from tuner.study._record import ROLE
+from tuner.study import ROLE
+from tuner.study import feasible_front
 from tuner.trial import TrialResult
-
-
-PICKS = ("fastest", "most-accurate", "knee")
-
-
-def _front(study: Any) -> list[Any]:
-    from tuner.sweep._driver import feasible_front
-
-    return feasible_front(study)
 
 
 def pick_trial(study: Any, pick: str) -> Any:
@@ -55,7 +47,7 @@ def pick_trial(study: Any, pick: str) -> Any:
             raise UserError(f"--pick {pick}: trial #{trial.number} has no measurement "
                             f"({trial.state.name}, {trial.user_attrs.get('reason', '')})")
         return trial
-    front = _front(study)
+    front = feasible_front(study)
     if not front:
         raise UserError("the study has no feasible measured trial yet")
     if pick == "fastest":

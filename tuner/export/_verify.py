@@ -1,7 +1,7 @@
 """``tuner verify``: is a running server what a profile says it should be?
 
 Every expected ``/server_info`` value first (the settings that must have taken effect),
-optionally the expected log lines (``--log``), then a short probe workload whose accept
+optionally the expected log lines (``--log``), then a short verify workload whose accept
 length and TPOT must fall in the profile's ranges: the start-up check the published lesson
 asks for (an FP8 LM head whose draft cannot use it shows accept length 1.00 and nothing
 else).
@@ -15,14 +15,14 @@ from typing import Any
 
 import httpx
 
-from tuner.space._schema import Workload
-from tuner.trial._evidence import MISSING
-from tuner.trial._evidence import lookup
-from tuner.trial._evidence import same_value
-from tuner.trial._stats import aggregate
-from tuner.trial._workload import BenchError
-from tuner.trial._workload import prepare
-from tuner.trial._workload import run_requests
+from tuner.space import Workload
+from tuner.trial import MISSING
+from tuner.trial import BenchError
+from tuner.trial import aggregate
+from tuner.trial import lookup
+from tuner.trial import prepare
+from tuner.trial import run_requests
+from tuner.trial import same_value
 from tuner.workloads.vocab import vocab_size
 
 
@@ -67,7 +67,7 @@ def _log_checks(expect: dict[str, Any], log_text: str | None) -> list[Check]:
 
 
 def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
-           log_text: str | None = None, probe_requests: int = 8, gsm8k: str | None = None
+           log_text: str | None = None, requests: int = 8, gsm8k: str | None = None
            ) -> list[Check]:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     expect = profile.get("expect") or {}
@@ -99,43 +99,43 @@ def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
     checks += _log_checks(expect, log_text)
     for knob, why in (expect.get("unobservable") or {}).items():
         checks.append(Check(f"{knob} (unobservable)", None, "-", why))
-    if probe_requests <= 0:
+    if requests <= 0:
         return checks
     wl = Workload.model_validate(profile.get("workload") or {})
     kind = "gsm8k" if (wl.kind == "gsm8k" and gsm8k) else "synthetic"
-    # The probe has the measured workload's shape; a GSM8K profile probed without GSM8K
-    # data gets a synthetic probe, whose TPOT is then not comparable with the bound.
+    # The verify workload has the measured workload's shape; a GSM8K profile checked
+    # without GSM8K data gets a synthetic one, whose TPOT is not comparable with the bound.
     comparable = kind == wl.kind
     shape = {} if comparable else {"input_len": 512, "output_len": 256}
-    probe = wl.model_copy(update={"kind": kind, "questions": probe_requests,
+    check = wl.model_copy(update={"kind": kind, "questions": requests,
                                   "warmup_requests": 1, "max_tokens": min(wl.max_tokens, 1024),
                                   **shape})
     vocab = None
     if kind == "synthetic":
         vocab = profile.get("vocab_size") or vocab_size(str(profile.get("model", "")), None)
-    prepared = prepare(probe, gsm8k_source=gsm8k, vocab_size=vocab)
+    prepared = prepare(check, gsm8k_source=gsm8k, vocab_size=vocab)
     scale = float(info.get("time_scale", 1.0) or 1.0)
     try:
         run_requests(url, headers, prepared.warmup, scale=scale)
         records = run_requests(url, headers, prepared.measured, scale=scale)
     except BenchError as exc:
-        checks.append(Check("probe workload", False, f"{probe_requests} requests", str(exc)))
+        checks.append(Check("verify workload", False, f"{requests} requests", str(exc)))
         return checks
     agg = aggregate(records)
     al = expect.get("accept_length")
     if al is not None:
         got = agg.accept_length or 1.0
-        checks.append(Check("accept length (probe)", got >= al["min"],
+        checks.append(Check("accept length (verify workload)", got >= al["min"],
                             f">= {al['min']:.2f} (measured {al['measured']:.2f})",
                             f"{got:.2f}"))
     tp = expect.get("tpot_ms")
     if tp is not None and agg.tpot_ms is not None:
         if comparable:
-            checks.append(Check(f"TPOT (probe, {kind})", agg.tpot_ms <= tp["max"],
+            checks.append(Check(f"TPOT (verify workload, {kind})", agg.tpot_ms <= tp["max"],
                                 f"<= {tp['max']:.2f} ms (measured {tp['measured']:.2f})",
                                 f"{agg.tpot_ms:.2f} ms"))
         else:
-            checks.append(Check(f"TPOT (probe, {kind})", None,
+            checks.append(Check(f"TPOT (verify workload, {kind})", None,
                                 f"not compared: measured on {wl.kind} "
                                 f"({tp['measured']:.2f} ms); pass --gsm8k to compare",
                                 f"{agg.tpot_ms:.2f} ms"))

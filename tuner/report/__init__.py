@@ -1,1 +1,11 @@
 """Reports: the front, the leaderboard, failures, per-knob effects, plots."""
+
+from tuner.report._data import StudyData
+from tuner.report._data import collect
+from tuner.report._html import render
+from tuner.report._tables import front_table
+from tuner.report._tables import leaderboard
+from tuner.report._tables import print_tables
+
+
+__all__ = ["StudyData", "collect", "front_table", "leaderboard", "print_tables", "render"]

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from tuner.space import value_key
-from tuner.study._record import ROLE
+from tuner.study import ROLE
+from tuner.study import feasible_front
 
 
 @dataclass
@@ -25,6 +26,8 @@ class StudyData:
     baseline: dict[str, Any] | None
     simulated: bool
     with_accuracy: bool
+    #: Trial numbers on the feasible Pareto front (:func:`tuner.study.feasible_front`).
+    front_numbers: frozenset[int] = frozenset()
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -35,16 +38,9 @@ class StudyData:
         return self.trials[self.trials["kind"] == "feasible"]
 
     def front(self) -> pd.DataFrame:
-        """Non-dominated feasible trials (min TPOT, max accuracy), fastest first."""
-        f = self.feasible.sort_values(["tpot_ms", "accuracy"], ascending=[True, False])
-        keep, best_acc = [], -1.0
-        for idx, row in f.iterrows():
-            acc = row["accuracy"] if self.with_accuracy else 0.0
-            acc = -1.0 if pd.isna(acc) else acc
-            if acc > best_acc or not keep:
-                keep.append(idx)
-                best_acc = max(best_acc, acc)
-        return f.loc[keep]
+        """The feasible Pareto front's trials, fastest first."""
+        f = self.feasible[self.feasible["number"].isin(self.front_numbers)]
+        return f.sort_values(["tpot_ms", "accuracy"], ascending=[True, False])
 
     def failures(self) -> pd.DataFrame:
         f = self.trials[self.trials["kind"] == "failed"]
@@ -123,7 +119,8 @@ def collect(study: Any) -> StudyData:
                                    "message", "config"])
     simulated = bool(study.user_attrs.get("tuner:engine", "").startswith("sim"))
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
-                     simulated=simulated, with_accuracy=len(study.directions) > 1)
+                     simulated=simulated, with_accuracy=len(study.directions) > 1,
+                     front_numbers=frozenset(t.number for t in feasible_front(study)))
 
 
 def differs(row: Any, baseline: dict[str, Any] | None) -> str:

@@ -39,10 +39,12 @@ class Config:
 
     def describe(self) -> str:
         """``a=1 b=x`` in knob order."""
-        return " ".join(f"{k}={_fmt(v)}" for k, v in self.values.items())
+        return " ".join(f"{k}={value_key(v)}" for k, v in self.values.items())
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+def value_key(value: Any) -> str:
+    """The string a knob value is written as (``values:``/``evidence_by_value:`` keys, plans,
+    descriptions): booleans as ``true``/``false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -14,10 +14,10 @@ from pydantic import ValidationError
 
 from tuner.errors import ConfigError
 from tuner.errors import SpaceError
+from tuner.space._config import value_key
 from tuner.space._schema import Knob
 from tuner.space._schema import SpaceFile
 from tuner.space._space import SearchSpace
-from tuner.space._space import value_key
 from tuner.space._yaml import KeyPath
 from tuner.space._yaml import format_path
 from tuner.space._yaml import line_of

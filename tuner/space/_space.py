@@ -12,17 +12,11 @@ from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.errors import SpaceError
+from tuner.space._config import value_key
 from tuner.space._schema import Contribution
 from tuner.space._schema import Evidence
 from tuner.space._schema import Knob
 from tuner.space._schema import SpaceFile
-
-
-def value_key(value: Any) -> str:
-    """The string a knob value is written as in ``values:``/``evidence_by_value:`` keys."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _decimals(step: float) -> int:

@@ -1,1 +1,25 @@
-"""The persistent Optuna study: storage, the driver lock, and how trials are recorded."""
+"""The persistent Optuna study: storage, the driver lock, how trials are recorded, the
+feasible front. Every read and write of the study goes through here."""
+
+from tuner.study._bridge import distribution
+from tuner.study._bridge import suggest
+from tuner.study._front import feasible_best
+from tuner.study._front import feasible_front
+from tuner.study._lock import DriverLock
+from tuner.study._lock import LockHeld
+from tuner.study._open import open_study
+from tuner.study._record import CONSTRAINT_KEYS
+from tuner.study._record import ROLE
+from tuner.study._record import add_failure_twin
+from tuner.study._record import baseline_trial
+from tuner.study._record import tell_result
+from tuner.study._record import write_legacy_constraints
+from tuner.study._storage import OBJECTIVES
+from tuner.study._storage import StudyLocation
+from tuner.study._storage import locate
+
+
+__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "DriverLock", "LockHeld", "StudyLocation",
+           "add_failure_twin", "baseline_trial", "distribution", "feasible_best",
+           "feasible_front", "locate", "open_study", "suggest", "tell_result",
+           "write_legacy_constraints"]

@@ -38,6 +38,3 @@ def suggest(space: SearchSpace, trial: Any) -> dict[str, Any]:
         values[name] = space.coerce(name, values[name])
     return values
 
-
-def distributions_of(space: SearchSpace, values: dict[str, Any]) -> dict[str, Any]:
-    return {n: distribution(space, n) for n in values}

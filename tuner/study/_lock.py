@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 
 from tuner.errors import UserError
+from tuner.processes import process_alive
 
 
 KEY = "tuner:driver_lock"
@@ -33,13 +34,8 @@ class LockHeld(UserError):
 def _alive_here(info: dict[str, Any]) -> bool:
     if info.get("host") != socket.gethostname():
         return True        # cannot tell: trust the lease
-    pid = int(info.get("pid", -1))
-    try:
-        p = psutil.Process(pid)
-        return p.status() != psutil.STATUS_ZOMBIE and abs(p.create_time() - float(
-            info.get("pid_started", p.create_time()))) < 2.0
-    except (psutil.NoSuchProcess, ValueError):
-        return False
+    started = info.get("pid_started")
+    return process_alive(int(info.get("pid", -1)), float(started) if started else None)
 
 
 def is_stale(info: dict[str, Any], now: float | None = None) -> bool:

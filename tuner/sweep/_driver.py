@@ -18,16 +18,17 @@ from typing import Any
 from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.space import SearchSpace
-from tuner.study._bridge import suggest
-from tuner.study._lock import DriverLock
-from tuner.study._record import CONSTRAINT_KEYS
-from tuner.study._record import ROLE
-from tuner.study._record import add_failure_twin
-from tuner.study._record import baseline_trial
-from tuner.study._record import tell_result
-from tuner.study._record import write_legacy_constraints
-from tuner.study._storage import OBJECTIVES
-from tuner.study._storage import StudyLocation
+from tuner.study import CONSTRAINT_KEYS
+from tuner.study import OBJECTIVES
+from tuner.study import ROLE
+from tuner.study import DriverLock
+from tuner.study import StudyLocation
+from tuner.study import add_failure_twin
+from tuner.study import baseline_trial
+from tuner.study import feasible_best
+from tuner.study import suggest
+from tuner.study import tell_result
+from tuner.study import write_legacy_constraints
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
@@ -479,13 +480,3 @@ def _cancelled(number: int, why: str) -> Outcome:
     return Outcome(number, "cancelled", detail=why)
 
 
-def feasible_front(study: Any) -> list[Any]:
-    """The Pareto front of feasible, measured trials (never twins or gated trials)."""
-    return [t for t in study.best_trials
-            if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate")
-            and all(v <= 0 for v in t.constraints.values())]
-
-
-def feasible_best(study: Any) -> Any | None:
-    front = feasible_front(study)
-    return min(front, key=lambda t: t.values[0]) if front else None

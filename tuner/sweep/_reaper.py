@@ -21,6 +21,8 @@ import time
 
 import psutil
 
+from tuner.processes import process_alive
+
 
 def _env_has(pid: int, entries: tuple[bytes, ...]) -> bool:
     """Whether the process's environment holds one of ``entries``. Read raw: Ray's process
@@ -63,14 +65,6 @@ def kill_node(node_id: str) -> int:
     return kill_processes(node_processes(node_id))
 
 
-def driver_alive(pid: int, started: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return p.status() != psutil.STATUS_ZOMBIE and abs(p.create_time() - started) < 2.0
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _tree(pid: int) -> dict[int, float]:
     """pid -> create time of every descendant of ``pid`` (Ray's GCS, raylet, agents,
     workers and the trial servers under them)."""
@@ -97,7 +91,7 @@ def kill_snapshot(snapshot: dict[int, float]) -> int:
 
 def watch(pid: int, started: float, node_id: str, poll_s: float = 0.5) -> None:
     seen: dict[int, float] = {}
-    while driver_alive(pid, started):
+    while process_alive(pid, started):
         seen.update(_tree(pid))
         time.sleep(poll_s)
     time.sleep(1.0)   # let Ray's own clean-up go first

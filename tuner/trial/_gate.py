@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic import Field
 from scipy import stats
 
-from tuner.space._schema import Gate
+from tuner.space import Gate
 from tuner.trial._stats import Aggregates
 
 

@@ -19,7 +19,7 @@ from tuner import __version__
 from tuner.engines import Engine
 from tuner.space import Config
 from tuner.space import SearchSpace
-from tuner.space._schema import Workload
+from tuner.space import Workload
 from tuner.trial._evidence import effect_check
 from tuner.trial._evidence import unsupported
 from tuner.trial._gate import evaluate

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from tuner.space._schema import Workload
+from tuner.space import Workload
 from tuner.workloads import gsm8k
 from tuner.workloads.vocab import synthetic_id_range
 

@@ -1,0 +1,16 @@
+"""The sweep: the driver that schedules trials on a runner (local processes or Ray) until
+the budget is spent. Reading and writing the study is :mod:`tuner.study`'s."""
+
+from tuner.sweep._base import Outcome
+from tuner.sweep._base import TrialJob
+from tuner.sweep._base import TrialRunner
+from tuner.sweep._driver import Driver
+from tuner.sweep._driver import FatalSweepError
+from tuner.sweep._driver import Progress
+from tuner.sweep._driver import SweepSettings
+from tuner.sweep._local import LocalRunner
+from tuner.sweep._ray import RayRunner
+
+
+__all__ = ["Driver", "FatalSweepError", "LocalRunner", "Outcome", "Progress", "RayRunner",
+           "SweepSettings", "TrialJob", "TrialRunner"]
