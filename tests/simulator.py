@@ -37,7 +37,8 @@ def sim_plan(tmp_path: Path, settings: dict[str, Any] | None = None, *, variant:
 def running_sim(tmp_path: Path, settings: dict[str, Any] | None = None, *,
                 ready_timeout: float = 60.0, **kw: Any) -> Iterator[ServerProcess]:
     plan = sim_plan(tmp_path, settings, **kw)
-    server = ServerProcess(plan, tmp_path / f"server-{plan.port}.log")
+    server = ServerProcess(plan, tmp_path / f"server-{plan.port}.log",
+                           make_engine("sglang").protocol())
     server.start()
     try:
         server.wait_ready(ready_timeout)

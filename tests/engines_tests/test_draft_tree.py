@@ -111,7 +111,7 @@ def test_the_simulator_fails_a_refused_tree_at_start_up(tmp_path: Path) -> None:
     raw = space.complete({"moe_backend": "humming", **SPEC, "spec_steps": 1, "spec_topk": 4,
                           "spec_draft_tokens": 6})
     plan = engine.plan(space, Config(raw), port=free_port())
-    server = ServerProcess(plan, tmp_path / "bad.log")
+    server = ServerProcess(plan, tmp_path / "bad.log", engine.protocol())
     server.start()
     try:
         with pytest.raises(StartupFailure) as failure:
@@ -121,7 +121,8 @@ def test_the_simulator_fails_a_refused_tree_at_start_up(tmp_path: Path) -> None:
     assert failure.value.reason == "launch_error"
     assert "selected index k out of range" in failure.value.message
     good = engine.resolve(space, {**raw, "spec_draft_tokens": 5})
-    server = ServerProcess(engine.plan(space, good, port=free_port()), tmp_path / "ok.log")
+    server = ServerProcess(engine.plan(space, good, port=free_port()), tmp_path / "ok.log",
+                           engine.protocol())
     server.start()
     try:
         server.wait_ready(60)

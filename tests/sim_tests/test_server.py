@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import GSM8K_DIR
 from tests.simulator import running_sim
 from tests.simulator import sim_plan
+from tuner.engines import make_engine
 from tuner.trial._server import ServerProcess
 from tuner.trial._server import StartupFailure
 from tuner.workloads.gsm8k import load_split
@@ -168,7 +169,8 @@ def _started_with_mem_fraction(tmp_path: Path, value: str) -> ServerProcess:
     """A simulator launched from the baseline plan with ``--mem-fraction-static value``."""
     plan = sim_plan(tmp_path)
     argv = [a if a != "0.68" else value for a in plan.argv]
-    server = ServerProcess(plan.model_copy(update={"argv": argv}), tmp_path / f"{value}.log")
+    server = ServerProcess(plan.model_copy(update={"argv": argv}), tmp_path / f"{value}.log",
+                           make_engine("sglang").protocol())
     server.start()
     return server
 

@@ -16,8 +16,6 @@ from tuner.space import load_space
 from tuner.trial import TrialResult
 from tuner.trial._evidence import effect_check
 from tuner.trial._gate import evaluate
-from tuner.trial._server import classify_exit
-from tuner.trial._server import last_error_line
 from tuner.trial._stats import aggregate
 
 
@@ -141,6 +139,7 @@ def test_the_real_log_carries_sglangs_cumulative_accept_length() -> None:
 
 def test_a_real_config_file_refusal_is_a_launch_error_with_its_line() -> None:
     tail = (HERE / "server-config-refused-tail.log").read_text()
-    assert classify_exit(tail) == "launch_error"
-    assert last_error_line(tail).startswith(
+    protocol = make_engine("sglang").protocol()
+    assert protocol.classify_exit(tail) == "launch_error"
+    assert protocol.last_error_line(tail).startswith(
         "ValueError: Unsupported config option 'cuda_graph_backend_prefill'")

@@ -5,12 +5,12 @@ import math
 import pytest
 
 from tuner.space._schema import Gate
+from tuner.trial import RequestRecord
 from tuner.trial._gate import evaluate
 from tuner.trial._gate import paired_accuracy
 from tuner.trial._stats import aggregate
 from tuner.trial._stats import percentile
 from tuner.trial._stats import token_weighted_tpot
-from tuner.trial._workload import RequestRecord
 
 
 def rec(i: int, n: int, decode_ms_per_tok: float, *, ttft: float = 0.2, verify: int | None = None,

@@ -7,7 +7,8 @@ import pytest
 
 from tuner.errors import UserError
 from tuner.space._schema import Workload
-from tuner.trial._workload import prepare
+from tuner.workloads import Context
+from tuner.workloads import make_workload
 from tuner.workloads.vocab import synthetic_id_range
 from tuner.workloads.vocab import vocab_size
 
@@ -49,8 +50,8 @@ def test_a_hub_id_uses_the_declared_size_or_refuses(tmp_path: Path) -> None:
 @pytest.mark.parametrize("vocab", [300, 4096, 32000, 157184])
 def test_synthetic_ids_stay_inside_the_vocabulary(vocab: int) -> None:
     w = Workload(kind="synthetic", questions=20, warmup_requests=2, input_len=256)
-    prepared = prepare(w, gsm8k_source=None, vocab_size=vocab)
-    ids = [i for _, body, _ in prepared.warmup + prepared.measured for i in body["input_ids"]]
+    prepared = make_workload(w, Context(vocab_size=vocab)).prepare()
+    ids = [i for p in prepared.warmup + prepared.measured for i in p.token_ids or ()]
     assert len(ids) == 22 * 256
     low, high = synthetic_id_range(vocab)
     assert 0 <= low < high <= vocab
@@ -67,4 +68,4 @@ def test_large_vocabularies_keep_the_historic_range() -> None:
 
 def test_synthetic_without_a_vocabulary_is_an_error() -> None:
     with pytest.raises(ValueError, match="vocabulary"):
-        prepare(Workload(kind="synthetic"), gsm8k_source=None)
+        make_workload(Workload(kind="synthetic")).prepare()

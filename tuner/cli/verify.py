@@ -24,6 +24,7 @@ def verify(
     import yaml
 
     from tuner.cli._common import console
+    from tuner.engines import make_engine
     from tuner.errors import UserError
     from tuner.export import verify as run_verify
 
@@ -40,8 +41,8 @@ def verify(
             log_text = log.read_text(errors="replace")
         except OSError as exc:
             raise UserError(f"--log {log}: {exc.strerror}") from None
-    checks = run_verify(data, url, api_key=api_key, log_text=log_text, requests=requests,
-                        gsm8k=gsm8k)
+    checks = run_verify(data, url, make_engine("sglang").protocol(), api_key=api_key,
+                        log_text=log_text, requests=requests, gsm8k=gsm8k)
     from rich.table import Table
 
     t = Table(title=f"verify {url} against {profile}")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 
+from tuner.engines._base import Completion
 from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
+from tuner.engines._base import RequestFailed
+from tuner.engines._base import ServerProtocol
 from tuner.engines._capabilities import Capabilities
 from tuner.engines._capabilities import inspect_engine
 from tuner.engines._capabilities import knob_support
@@ -15,9 +18,20 @@ from tuner.errors import UserError
 from tuner.space import SearchSpace
 
 
-__all__ = ["SIM_VARIANTS", "Capabilities", "Engine", "KnobEvidence", "LaunchPlan", "SGLangEngine",
-           "inspect_engine", "knob_support",
-           "make_engine"]
+__all__ = [
+    "SIM_VARIANTS",
+    "Capabilities",
+    "Completion",
+    "Engine",
+    "KnobEvidence",
+    "LaunchPlan",
+    "RequestFailed",
+    "SGLangEngine",
+    "ServerProtocol",
+    "inspect_engine",
+    "knob_support",
+    "make_engine",
+]
 
 #: Simulator variants -> the module the simulator runs as (``python -m MODULE serve``).
 SIM_VARIANTS = {

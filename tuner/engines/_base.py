@@ -13,11 +13,20 @@ Contract of every implementation:
   adds to the inherited environment.
 * :meth:`Engine.validate_space` raises a located :class:`~tuner.errors.SpaceError` for any
   flag or value the engine would reject.
+* :meth:`Engine.protocol` speaks the running server's API (:class:`ServerProtocol`): every
+  endpoint and field name of the engine lives there, none in the trial pipeline.
+* :meth:`Engine.profile_files` writes what serves a measured plan again (SGLang: a
+  ``--config`` YAML, an env file and ``launch.sh``).
+
+``tuner.testing.engine_contract`` is the shared test suite every implementation passes
+(docs/architecture.md: what a second engine adds).
 """
 
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,6 +35,11 @@ from pydantic import Field
 
 from tuner.space import Config
 from tuner.space import SearchSpace
+from tuner.workloads import Prompt
+
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class KnobEvidence(BaseModel):
@@ -73,6 +87,72 @@ class LaunchPlan(BaseModel):
         return f"http://{self.host}:{self.port}"
 
 
+class RequestFailed(Exception):
+    """A request failed (connection lost, HTTP error, malformed stream)."""
+
+
+@dataclass
+class Completion:
+    """One streamed request as the engine reported it. Times are wall seconds from sending
+    the request to the arrival of the first and of the last chunk (the client's clock)."""
+
+    text: str
+    completion_tokens: int
+    prompt_tokens: int
+    first_s: float
+    end_s: float
+    cached_tokens: int | None = None
+    verify_rounds: int | None = None      # speculative verify rounds of this request
+    finish_reason: str | None = None
+
+
+class ServerProtocol(abc.ABC):
+    """How the tool talks to a running server of one engine: readiness, the settings it
+    resolved, metrics, streamed generation, and what its start-up failures mean.
+
+    Contract: :meth:`stream` sends one prompt, times its chunks on the client and returns
+    a :class:`Completion` or raises :class:`RequestFailed`; it never retries. Every field
+    name and endpoint of the engine's API lives in the implementation.
+    """
+
+    #: GET path answering 200 once the server is ready to serve
+    health_path: str
+
+    @abc.abstractmethod
+    def server_info(self, client: httpx.Client) -> dict[str, Any]:
+        """Every setting the server resolved (the evidence the effect check reads); raises
+        ``httpx.HTTPStatusError`` for an error answer (a 401: wrong API key)."""
+
+    @abc.abstractmethod
+    def kept_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The part of :meth:`server_info` a TrialResult keeps."""
+
+    @abc.abstractmethod
+    def version(self, info: dict[str, Any]) -> str | None:
+        """The engine version the running server reports."""
+
+    def time_scale(self, info: dict[str, Any]) -> float:
+        """Wall seconds x this = machine seconds (1 for a real server)."""
+        return 1.0
+
+    def metrics(self, client: httpx.Client) -> dict[str, float]:
+        """Counters the server exports (empty when it has none)."""
+        return {}
+
+    @abc.abstractmethod
+    def stream(self, client: httpx.Client, prompt: Prompt) -> Completion:
+        """Send ``prompt`` and follow its stream to the end."""
+
+    @abc.abstractmethod
+    def classify_exit(self, log_tail: str) -> str:
+        """Failure reason (``oom``, ``unsupported_knob``, ``launch_error``) of a server that
+        exited during start-up, from its last log lines."""
+
+    @abc.abstractmethod
+    def last_error_line(self, log_tail: str) -> str:
+        """The line of ``log_tail`` that says what went wrong."""
+
+
 class Engine(abc.ABC):
     """Turns configurations of a search space into launches of one kind of server."""
 
@@ -91,6 +171,17 @@ class Engine(abc.ABC):
     def plan(self, space: SearchSpace, config: Config, *, host: str = "127.0.0.1",
              port: int = 30000) -> LaunchPlan:
         """The exact launch of canonical ``config``."""
+
+    @abc.abstractmethod
+    def protocol(self) -> ServerProtocol:
+        """How to talk to a server this engine launched."""
+
+    @abc.abstractmethod
+    def profile_files(self, plan: LaunchPlan, *, entry: list[str], model_path: str,
+                      header: str) -> dict[str, str]:
+        """The files that serve ``plan`` again without the tool: file name -> text. One of
+        them is ``launch.sh``, which runs ``entry`` (the command the trial was measured
+        with); ``header`` is a comment saying where the profile came from."""
 
     def secret_args(self, api_key: str | None) -> list[str]:
         """Arguments that give the server ``api_key``; added at launch, never to a plan."""

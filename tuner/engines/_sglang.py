@@ -21,17 +21,22 @@ Canonicalisation applies SGLang 0.5.23's own resolution rules, one function each
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
 from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
+from tuner.engines._base import ServerProtocol
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import EAGLE_FAMILY
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
+from tuner.engines._sglang_protocol import SGLangProtocol
 from tuner.errors import ConfigError
 from tuner.space import Config
 from tuner.space import Evidence
@@ -405,6 +410,35 @@ class SGLangEngine(Engine):
                 out[key] = values[0] if known is not None and known.choices else self._typed(
                     values[0])
         return out
+
+    def protocol(self) -> ServerProtocol:
+        return SGLangProtocol()
+
+    def profile_files(self, plan: LaunchPlan, *, entry: list[str], model_path: str,
+                      header: str) -> dict[str, str]:
+        """``sglang.yaml`` (for ``--config``), ``sglang.env`` and ``launch.sh``."""
+        entries = self.config_entries(plan.argv)
+        config = ("# sglang serve --config: the measured launch, flags as SGLang 0.5.23 "
+                  "merges them.\n# --model-path, --host, --port and the flags some SGLang "
+                  "versions refuse in a config\n# file stay on the command line (see "
+                  "launch.sh).\n"
+                  + yaml.safe_dump(entries, sort_keys=False, default_flow_style=False))
+        env_lines = [f"{k}={shlex.quote(v)}" for k, v in plan.env.items()
+                     if not k.startswith("TUNER_SIM_")]
+        env = "# environment of the measured launch\n" + "".join(f"{x}\n" for x in env_lines)
+        cmd = [*entry, "--model-path", model_path, *self.config_refused_args(plan.argv)]
+        comment = " ".join(header.split())          # one line, whatever the study is named
+        launch = (
+            "#!/usr/bin/env bash\n"
+            f"# {comment}\n"
+            "# HOST/PORT pick the address; extra arguments (e.g. --api-key KEY) pass "
+            "through.\n"
+            "set -euo pipefail\n"
+            'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+            'set -a; . "$here/sglang.env"; set +a\n'
+            f"exec {shlex.join(cmd)} --config \"$here/sglang.yaml\" "
+            '--host "${HOST:-127.0.0.1}" --port "${PORT:-30000}" "$@"\n')
+        return {"sglang.yaml": config, "sglang.env": env, "launch.sh": launch}
 
     @staticmethod
     def config_refused_args(argv: list[str]) -> list[str]:

@@ -16,7 +16,6 @@ A profile folder holds
 from __future__ import annotations
 
 import math
-import shlex
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 import yaml
 
 from tuner import __version__
-from tuner.engines import SGLangEngine
+from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.study import ROLE
 from tuner.study import feasible_front
@@ -123,35 +122,19 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
     return out
 
 
-def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[str],
+def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
                   tpot_tolerance: float = 0.15, vocab_size: int | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
-    entries = engine.config_entries(plan.argv)
-    (out / "sglang.yaml").write_text(
-        "# sglang serve --config: the measured launch, flags as SGLang 0.5.23 merges them.\n"
-        "# --model-path, --host, --port and the flags some SGLang versions refuse in a config\n"
-        "# file stay on the command line (see launch.sh).\n"
-        + yaml.safe_dump(entries, sort_keys=False, default_flow_style=False))
-    env_lines = [f"{k}={shlex.quote(v)}" for k, v in plan.env.items()
-                 if not k.startswith("TUNER_SIM_")]
-    (out / "sglang.env").write_text("# environment of the measured launch\n"
-                                    + "".join(line + "\n" for line in env_lines))
-    cmd = [*space_engine_command, "--model-path", model_path,
-           *engine.config_refused_args(plan.argv)]
-    launch = out / "launch.sh"
-    launch.write_text(
-        "#!/usr/bin/env bash\n"
-        f"# Serve the profile tuner exported from study {study_name!r}, trial #{trial_number}.\n"
-        "# HOST/PORT pick the address; extra arguments (e.g. --api-key KEY) pass through.\n"
-        "set -euo pipefail\n"
-        'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
-        'set -a; . "$here/sglang.env"; set +a\n'
-        f"exec {shlex.join(cmd)} --config \"$here/sglang.yaml\" "
-        '--host "${HOST:-127.0.0.1}" --port "${PORT:-30000}" "$@"\n')
-    launch.chmod(0o755)
+    files = engine.profile_files(
+        plan, entry=space_engine_command, model_path=model_path,
+        header=f"Serve the profile tuner exported from study {study_name!r}, trial "
+               f"#{trial_number}.")
+    for name, text in files.items():
+        (out / name).write_text(text)
+    (out / "launch.sh").chmod(0o755)
     a = result.aggregates
     base = baseline.aggregates if baseline is not None else None
     figures: dict[str, Any] = {}
@@ -186,8 +169,8 @@ def write_profile(out: Path, engine: SGLangEngine, space_engine_command: list[st
         else None,
         "launch": {"argv": plan.argv, "env": {k: v for k, v in plan.env.items()
                                               if not k.startswith("TUNER_SIM_")},
-                   "config_file": "sglang.yaml", "env_file": "sglang.env"},
+                   "files": sorted(files)},
         "expect": expectations(result, gate_floor=gate_floor, tpot_tolerance=tpot_tolerance),
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
-    return [out / n for n in ("sglang.yaml", "sglang.env", "launch.sh", "profile.yaml")]
+    return [out / n for n in (*files, "profile.yaml")]

@@ -15,15 +15,17 @@ from typing import Any
 
 import httpx
 
+from tuner.engines import RequestFailed
+from tuner.engines import ServerProtocol
 from tuner.space import Workload
 from tuner.trial import MISSING
-from tuner.trial import BenchError
 from tuner.trial import aggregate
 from tuner.trial import lookup
-from tuner.trial import prepare
 from tuner.trial import run_requests
 from tuner.trial import same_value
-from tuner.workloads.vocab import vocab_size
+from tuner.workloads import Context
+from tuner.workloads import make_workload
+from tuner.workloads import vocab_size
 
 
 @dataclass
@@ -66,21 +68,28 @@ def _log_checks(expect: dict[str, Any], log_text: str | None) -> list[Check]:
     return out
 
 
-def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
-           log_text: str | None = None, requests: int = 8, gsm8k: str | None = None
-           ) -> list[Check]:
+def _read_info(protocol: ServerProtocol, url: str, headers: dict[str, str]
+               ) -> dict[str, Any] | Check:
+    try:
+        with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30) as client:
+            return protocol.server_info(client)
+    except httpx.HTTPStatusError as exc:
+        code = exc.response.status_code
+        return Check("server reachable", False, "HTTP 200", f"HTTP {code}" + (
+            " (wrong or missing --api-key)" if code == 401 else ""))
+    except (httpx.HTTPError, RequestFailed, ValueError) as exc:
+        return Check("server reachable", False, url, f"{exc.__class__.__name__}: {exc}")
+
+
+def verify(profile: dict[str, Any], url: str, protocol: ServerProtocol, *,
+           api_key: str | None = None, log_text: str | None = None, requests: int = 8,
+           gsm8k: str | None = None) -> list[Check]:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     expect = profile.get("expect") or {}
     checks: list[Check] = []
-    try:
-        resp = httpx.get(url.rstrip("/") + "/server_info", headers=headers, timeout=30)
-    except httpx.HTTPError as exc:
-        return [Check("server reachable", False, url, f"{exc.__class__.__name__}: {exc}")]
-    if resp.status_code != 200:
-        return [Check("server reachable", False, "HTTP 200 from /server_info",
-                      f"HTTP {resp.status_code}" + (" (wrong or missing --api-key)"
-                                                    if resp.status_code == 401 else ""))]
-    info = resp.json()
+    info = _read_info(protocol, url, headers)
+    if isinstance(info, Check):
+        return [info]
     for field, want in (expect.get("server_info") or {}).items():
         got = lookup(info, field)
         if got is MISSING:
@@ -95,7 +104,7 @@ def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
                                 repr(want), repr(got)))
     version = (profile.get("engine") or {}).get("version")
     if version:
-        checks.append(Check("engine version", None, str(version), str(info.get("version"))))
+        checks.append(Check("engine version", None, str(version), str(protocol.version(info))))
     checks += _log_checks(expect, log_text)
     for knob, why in (expect.get("unobservable") or {}).items():
         checks.append(Check(f"{knob} (unobservable)", None, "-", why))
@@ -113,12 +122,14 @@ def verify(profile: dict[str, Any], url: str, *, api_key: str | None = None,
     vocab = None
     if kind == "synthetic":
         vocab = profile.get("vocab_size") or vocab_size(str(profile.get("model", "")), None)
-    prepared = prepare(check, gsm8k_source=gsm8k, vocab_size=vocab)
-    scale = float(info.get("time_scale", 1.0) or 1.0)
+    workload = make_workload(check, Context(gsm8k=gsm8k, vocab_size=vocab))
+    prepared = workload.prepare()
+    scale = protocol.time_scale(info)
     try:
-        run_requests(url, headers, prepared.warmup, scale=scale)
-        records = run_requests(url, headers, prepared.measured, scale=scale)
-    except BenchError as exc:
+        run_requests(url, headers, protocol, prepared.warmup, scale=scale)
+        records = run_requests(url, headers, protocol, prepared.measured, workload=workload,
+                               scale=scale)
+    except RequestFailed as exc:
         checks.append(Check("verify workload", False, f"{requests} requests", str(exc)))
         return checks
     agg = aggregate(records)

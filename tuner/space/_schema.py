@@ -115,7 +115,9 @@ class Gate(_Strict):
 class Workload(_Strict):
     """The deployment-shaped workload trials are measured on."""
 
-    kind: Literal["gsm8k", "synthetic"] = "gsm8k"
+    kind: Literal["gsm8k", "synthetic", "jsonl"] = "gsm8k"
+    #: the prompts file of the ``jsonl`` kind (one ``{"prompt": ...}`` object a line)
+    path: str | None = None
     questions: int = 100
     num_shots: int = 5
     max_tokens: int = 2048

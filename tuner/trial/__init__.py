@@ -3,16 +3,15 @@
 from tuner.trial._evidence import MISSING
 from tuner.trial._evidence import lookup
 from tuner.trial._evidence import same_value
+from tuner.trial._requests import RequestRecord
+from tuner.trial._requests import run_requests
 from tuner.trial._result import REASONS
 from tuner.trial._result import TrialResult
 from tuner.trial._run import TrialOptions
 from tuner.trial._run import run_trial
 from tuner.trial._run import workload_vocab
 from tuner.trial._stats import aggregate
-from tuner.trial._workload import BenchError
-from tuner.trial._workload import prepare
-from tuner.trial._workload import run_requests
 
 
-__all__ = ["MISSING", "REASONS", "BenchError", "TrialOptions", "TrialResult", "aggregate",
-           "lookup", "prepare", "run_requests", "run_trial", "same_value", "workload_vocab"]
+__all__ = ["MISSING", "REASONS", "RequestRecord", "TrialOptions", "TrialResult", "aggregate",
+           "lookup", "run_requests", "run_trial", "same_value", "workload_vocab"]

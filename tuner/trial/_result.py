@@ -16,8 +16,8 @@ from pydantic import Field
 from tuner.engines import LaunchPlan
 from tuner.trial._evidence import KnobCheck
 from tuner.trial._gate import GateVerdict
+from tuner.trial._requests import RequestRecord
 from tuner.trial._stats import Aggregates
-from tuner.trial._workload import RequestRecord
 
 
 SCHEMA_VERSION = 1

@@ -3,7 +3,6 @@ server: every failure becomes a ``TrialResult`` with a reason from the taxonomy.
 
 from __future__ import annotations
 
-import re
 import socket
 import time
 from dataclasses import dataclass
@@ -17,33 +16,23 @@ import httpx
 
 from tuner import __version__
 from tuner.engines import Engine
+from tuner.engines import RequestFailed
 from tuner.space import Config
 from tuner.space import SearchSpace
 from tuner.space import Workload
 from tuner.trial._evidence import effect_check
 from tuner.trial._evidence import unsupported
 from tuner.trial._gate import evaluate
+from tuner.trial._requests import run_requests
 from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
 from tuner.trial._server import StartupFailure
 from tuner.trial._server import free_port
 from tuner.trial._server import redact
 from tuner.trial._stats import aggregate
-from tuner.trial._workload import BenchError
-from tuner.trial._workload import prepare
-from tuner.trial._workload import run_requests
-from tuner.workloads.vocab import vocab_size
-
-
-#: /server_info fields kept in the result (the full dict is large).
-KEPT_FIELDS = (
-    "version", "moe_runner_backend", "speculative_moe_runner_backend", "speculative_algorithm",
-    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-    "enable_fp32_lm_head", "mem_fraction_static", "max_running_requests",
-    "max_total_num_tokens", "context_length", "attention_backend", "quantization",
-    "cuda_graph_config", "page_size", "chunked_prefill_size", "time_scale", "startup_time",
-    "flashinfer_mxfp4_moe_precision",
-)
+from tuner.workloads import Context
+from tuner.workloads import make_workload
+from tuner.workloads import vocab_size
 
 
 @dataclass
@@ -76,20 +65,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _metrics(text: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        m = re.match(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfa]+)$", line.strip())
-        if m:
-            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
-    return out
-
-
 def workload_vocab(space: SearchSpace, opts: TrialOptions) -> int | None:
     """The vocabulary bound of a synthetic workload (None for GSM8K, which sends text)."""
-    if opts.workload.kind != "synthetic":
+    if opts.workload.kind != "synthetic":      # the other kinds send text
         return None
     if opts.vocab_size is not None:
         return opts.vocab_size
@@ -125,10 +103,12 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             result.effect = bad
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
             return _finish(fail("unsupported_knob", detail), t_start, 1.0)
-    prepared = prepare(opts.workload, gsm8k_source=opts.gsm8k,
-                       vocab_size=workload_vocab(space, opts))
-    server = ServerProcess(plan, log_path, extra_env=opts.server_env, api_key=opts.api_key,
-                           secret_argv=engine.secret_args(opts.api_key))
+    workload = make_workload(opts.workload, Context(gsm8k=opts.gsm8k,
+                                                    vocab_size=workload_vocab(space, opts)))
+    prepared = workload.prepare()
+    protocol = engine.protocol()
+    server = ServerProcess(plan, log_path, protocol, extra_env=opts.server_env,
+                           api_key=opts.api_key, secret_argv=engine.secret_args(opts.api_key))
     scale = 1.0
     try:
         server.start()
@@ -139,14 +119,14 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         t0 = time.monotonic()
         with httpx.Client(base_url=server.base_url, headers=server.headers(),
                           timeout=60) as client:
-            info = client.get("/server_info").json()
-            scale = float(info.get("time_scale", 1.0) or 1.0)
+            info = protocol.server_info(client)
+            scale = protocol.time_scale(info)
             if plan.metrics:
-                result.metrics = _metrics(client.get("/metrics").text)
+                result.metrics = protocol.metrics(client)
         result.time_scale = scale
-        result.engine_version = info.get("version")
-        result.server_info = redact(info if opts.keep_full_server_info else {
-            k: info[k] for k in KEPT_FIELDS if k in info}, opts.api_key)
+        result.engine_version = protocol.version(info)
+        result.server_info = redact(info if opts.keep_full_server_info else
+                                    protocol.kept_info(info), opts.api_key)
         result.timings.startup_s = startup_wall * scale
         result.effect = effect_check(plan.evidence, info, log_path.read_text(errors="replace"))
         result.timings.evidence_s = (time.monotonic() - t0) * scale
@@ -157,16 +137,18 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             return _finish(fail("effect_mismatch", detail, server.log_tail()), t_start, scale)
         try:
             t1 = time.monotonic()
-            run_requests(server.base_url, server.headers(), prepared.warmup, scale=scale,
-                         concurrency=opts.workload.concurrency, timeout_s=opts.bench_timeout_s)
+            run_requests(server.base_url, server.headers(), protocol, prepared.warmup,
+                         scale=scale, concurrency=opts.workload.concurrency,
+                         timeout_s=opts.bench_timeout_s)
             result.warmup_requests = len(prepared.warmup)
             t2 = time.monotonic()
             result.timings.warmup_s = (t2 - t1) * scale
             result.requests = run_requests(
-                server.base_url, server.headers(), prepared.measured, scale=scale,
-                concurrency=opts.workload.concurrency, timeout_s=opts.bench_timeout_s)
+                server.base_url, server.headers(), protocol, prepared.measured,
+                workload=workload, scale=scale, concurrency=opts.workload.concurrency,
+                timeout_s=opts.bench_timeout_s)
             result.timings.benchmark_s = (time.monotonic() - t2) * scale
-        except BenchError as exc:
+        except RequestFailed as exc:
             time.sleep(0.2)
             if not server.alive():
                 return _finish(fail("crashed", f"the server died during the benchmark: {exc}",

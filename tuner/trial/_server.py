@@ -1,8 +1,9 @@
 """Server lifecycle: start a LaunchPlan, wait until it is ready, stop its whole process tree.
 
-The same for SGLang and the simulator. The server runs in the caller's process group (not a
-new session), so that when a Ray worker dies, Ray's process-group clean-up reaches the
-server too (see optuna-ray-facts.md, 4.4). Stopping is SIGTERM, then SIGKILL, of the server
+The same for every engine (readiness and start-up failures through its
+:class:`~tuner.engines.ServerProtocol`). The server runs in the caller's process group (not
+a new session), so that when a Ray worker dies, Ray's process-group clean-up reaches the
+server too (docs/sweep.md). Stopping is SIGTERM, then SIGKILL, of the server
 and every descendant, then a check that the port is free and nothing survived.
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import socket
 import subprocess
 import time
@@ -21,6 +21,7 @@ import httpx
 import psutil
 
 from tuner.engines import LaunchPlan
+from tuner.engines import ServerProtocol
 
 
 class StartupFailure(Exception):
@@ -31,11 +32,6 @@ class StartupFailure(Exception):
         self.reason = reason
         self.message = message
         self.log_tail = log_tail
-
-
-_OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
-                  r"leave no GPU memory for the KV cache|out of memory", re.I)
-_UNSUPPORTED = re.compile(r"invalid choice|unrecognized arguments|ambiguous option")
 
 
 REDACTED = "***"
@@ -54,23 +50,6 @@ def redact(value: Any, secret: str | None) -> Any:
     return value
 
 
-def classify_exit(log_tail: str) -> str:
-    """Failure reason of a server that exited during start-up, from its last log lines."""
-    if _OOM.search(log_tail):
-        return "oom"
-    if _UNSUPPORTED.search(log_tail):
-        return "unsupported_knob"
-    return "launch_error"
-
-
-def last_error_line(log_tail: str) -> str:
-    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if re.search(r"(Error|error:|Exception)", ln) and "Traceback" not in ln:
-            return re.sub(r"^\[[\d\- :]+\]\s*", "", ln)[:300]
-    return (lines[-1] if lines else "no output")[:300]
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -86,12 +65,13 @@ def port_is_free(host: str, port: int) -> bool:
 class ServerProcess:
     """One server started from ``plan``, its log captured to ``log_path``."""
 
-    def __init__(self, plan: LaunchPlan, log_path: Path, *, api_key: str | None = None,
-                 secret_argv: list[str] | None = None,
+    def __init__(self, plan: LaunchPlan, log_path: Path, protocol: ServerProtocol, *,
+                 api_key: str | None = None, secret_argv: list[str] | None = None,
                  extra_env: dict[str, str] | None = None) -> None:
         """``secret_argv`` (the engine's way of passing ``api_key``) is added to the launch
         but never to the plan; the key is redacted from the log once the server stops."""
         self.plan = plan
+        self.protocol = protocol
         self.extra_env = dict(extra_env or {})
         self.log_path = Path(log_path)
         self.api_key = api_key
@@ -132,7 +112,7 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def wait_ready(self, timeout_s: float, poll_s: float = 0.2) -> float:
-        """Block until ``/health`` answers 200; return the wall seconds it took.
+        """Block until the engine's health path answers 200; return the wall seconds it took.
 
         Raises :class:`StartupFailure` (``oom``, ``launch_error``, ``unsupported_knob``) the
         moment the process exits, or ``startup_timeout`` at the deadline.
@@ -144,10 +124,11 @@ class ServerProcess:
                 code = self.proc.poll()
                 if code is not None:
                     tail = self.log_tail()
-                    raise StartupFailure(classify_exit(tail), f"server exited with code {code}"
-                                         f" during start-up: {last_error_line(tail)}", tail)
+                    raise StartupFailure(self.protocol.classify_exit(tail), f"server exited "
+                                         f"with code {code} during start-up: "
+                                         f"{self.protocol.last_error_line(tail)}", tail)
                 try:
-                    if client.get(self.base_url + "/health").status_code == 200:
+                    if client.get(self.base_url + self.protocol.health_path).status_code == 200:
                         self.ready_at = time.monotonic()
                         return self.ready_at - self.started_at
                 except httpx.HTTPError:
@@ -155,7 +136,8 @@ class ServerProcess:
                 if time.monotonic() >= deadline:
                     tail = self.log_tail()
                     raise StartupFailure("startup_timeout", f"not ready after {timeout_s:.0f} s"
-                                         f" (last log line: {last_error_line(tail)})", tail)
+                                         f" (last log line: "
+                                         f"{self.protocol.last_error_line(tail)})", tail)
                 time.sleep(poll_s)
 
     def stop(self, grace_s: float = 10.0) -> None:

@@ -16,7 +16,7 @@ import statistics
 from pydantic import BaseModel
 from scipy import stats
 
-from tuner.trial._workload import RequestRecord
+from tuner.trial._requests import RequestRecord
 
 
 class Interval(BaseModel):

@@ -1,9 +1,37 @@
-"""Workloads trials are measured on: GSM8K few-shot (accuracy + speed) and synthetic, and
-the vocabulary bound of synthetic prompts."""
+"""Workloads trials are measured on: the :class:`Workload` contract, its implementations
+(GSM8K few-shot, synthetic token ids, a user's JSONL prompts) and the vocabulary bound of
+synthetic prompts."""
 
+from __future__ import annotations
+
+from tuner.errors import UserError
+from tuner.space import Workload as WorkloadSettings
 from tuner.workloads import gsm8k
+from tuner.workloads._base import Context
+from tuner.workloads._base import Prepared
+from tuner.workloads._base import Prompt
+from tuner.workloads._base import Sampling
+from tuner.workloads._base import Workload
+from tuner.workloads._gsm8k import Gsm8k
+from tuner.workloads._jsonl import JsonlPrompts
+from tuner.workloads._synthetic import Synthetic
 from tuner.workloads.vocab import synthetic_id_range
 from tuner.workloads.vocab import vocab_size
 
 
-__all__ = ["gsm8k", "synthetic_id_range", "vocab_size"]
+#: ``workload.kind`` -> implementation. A new workload is one module and one line here.
+KINDS: dict[str, type[Workload]] = {w.kind: w for w in (Gsm8k, Synthetic, JsonlPrompts)}
+
+
+def make_workload(settings: WorkloadSettings, context: Context | None = None) -> Workload:
+    """The workload ``settings.kind`` names, with its outside ``context``."""
+    try:
+        cls = KINDS[settings.kind]
+    except KeyError:
+        raise UserError(f"workload kind {settings.kind!r}: expected one of "
+                        f"{', '.join(KINDS)}") from None
+    return cls(settings, context or Context())
+
+
+__all__ = ["KINDS", "Context", "Prepared", "Prompt", "Sampling", "Workload", "gsm8k",
+           "make_workload", "synthetic_id_range", "vocab_size"]

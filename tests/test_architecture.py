@@ -1,0 +1,69 @@
+"""The package's shape, enforced: public faces, one-way imports, a lazy command line.
+
+docs/architecture.md describes the rooms; these tests keep the doors where it says.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+PACKAGE = REPO / "tuner"
+SUBPACKAGES = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+    return out
+
+
+def test_every_folder_of_the_package_is_a_subpackage_with_a_face() -> None:
+    folders = sorted(p.name for p in PACKAGE.iterdir()
+                     if p.is_dir() and not p.name.startswith("__"))
+    assert folders == SUBPACKAGES          # tuner/sweep/ once had no __init__.py
+    for name in SUBPACKAGES:
+        tree = ast.parse((PACKAGE / name / "__init__.py").read_text())
+        names = [t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name)]
+        assert "__all__" in names, f"tuner/{name}/__init__.py has no __all__"
+
+
+def test_no_module_reaches_into_another_packages_private_modules() -> None:
+    bad = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).parts
+        own = rel[0] if len(rel) > 1 else None
+        for line, module in _imports(path):
+            parts = module.split(".")
+            if parts[0] != "tuner" or len(parts) < 3:
+                continue
+            if parts[1] != own and any(p.startswith("_") for p in parts[2:]):
+                bad.append(f"{path.relative_to(REPO)}:{line}: {module}")
+    assert bad == []
+
+
+def test_the_tuner_never_imports_the_simulator() -> None:
+    bad = [f"{p.relative_to(REPO)}:{line}" for p in PACKAGE.rglob("*.py")
+           for line, module in _imports(p) if module.split(".")[0] == "tuner_sim"]
+    assert bad == []
+
+
+@pytest.mark.parametrize("heavy", ["optuna", "ray", "pandas", "plotly", "httpx", "scipy"])
+def test_the_command_line_imports_nothing_heavy_until_a_command_runs(heavy: str) -> None:
+    code = "import sys\nimport tuner.cli.main\nprint(','.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO).stdout
+    assert heavy not in out.strip().split(","), f"tuner.cli.main imports {heavy}"
