@@ -21,7 +21,8 @@ def sweep(
     trials: int = typer.Option(None, min=1, help="stop after this many trials in the study "
                                "(the baseline included; a resumed sweep counts earlier ones)"),
     hours: float = typer.Option(None, min=0.0, help="stop starting trials after this long"),
-    sampler: str = typer.Option("tpe", help="tpe, nsga2, gp (needs torch), random, grid"),
+    sampler: str = typer.Option("tpe", help="tpe (multivariate, grouped), tpe-independent, "
+                                "nsga2, gp (needs torch), random, grid"),
     seed: int = typer.Option(None, help="sampler seed"),
     ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
                                     "or host:port joins a cluster; 'none': no Ray, trials "

@@ -17,7 +17,10 @@ def trial(
     engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K test.jsonl "
                               "and train.jsonl, or 'online' to fetch the public files"),
-    workload: str = typer.Option(None, help="gsm8k or synthetic (default: the space's)"),
+    workload: str = typer.Option(None, help="gsm8k, synthetic or jsonl (default: the "
+                                 "space's)"),
+    prompts: Path = typer.Option(None, help="the jsonl workload's prompts file (one "
+                                 "{\"prompt\": ...} object a line)"),
     questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
     concurrency: int = typer.Option(None, min=1, help="requests in flight (default 1)"),
@@ -51,17 +54,19 @@ def trial(
     from tuner.trial import TrialOptions
     from tuner.trial import TrialResult
     from tuner.trial import run_trial
+    from tuner.workloads import KINDS
 
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
                            noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
                            sim_profiles=sim_profiles)
     space = load_checked_space(space_file, choice.engine)
     config = choice.engine.resolve(space, parse_sets(space, set_))
-    updates = {k: v for k, v in {"kind": workload, "questions": questions,
+    updates = {k: v for k, v in {"kind": workload, "path": str(prompts) if prompts else None,
+                                 "questions": questions,
                                  "max_tokens": max_tokens, "concurrency": concurrency,
                                  "seed": seed}.items() if v is not None}
-    if workload not in (None, "gsm8k", "synthetic"):
-        raise UserError(f"--workload {workload!r}: expected gsm8k or synthetic")
+    if workload is not None and workload not in KINDS:
+        raise UserError(f"--workload {workload!r}: expected one of {', '.join(KINDS)}")
     wl = space.spec.workload.model_copy(update=updates)
     base = None
     if baseline is not None:

@@ -14,12 +14,14 @@ from tuner.study._record import add_failure_twin
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import write_legacy_constraints
+from tuner.study._samplers import SAMPLERS
+from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
 
 
-__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "DriverLock", "LockHeld", "StudyLocation",
-           "add_failure_twin", "baseline_trial", "distribution", "feasible_best",
-           "feasible_front", "locate", "open_study", "suggest", "tell_result",
-           "write_legacy_constraints"]
+__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "LockHeld",
+           "StudyLocation", "add_failure_twin", "baseline_trial", "distribution",
+           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study",
+           "suggest", "tell_result", "write_legacy_constraints"]

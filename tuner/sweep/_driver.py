@@ -26,6 +26,7 @@ from tuner.study import StudyLocation
 from tuner.study import add_failure_twin
 from tuner.study import baseline_trial
 from tuner.study import feasible_best
+from tuner.study import make_sampler
 from tuner.study import suggest
 from tuner.study import tell_result
 from tuner.study import write_legacy_constraints
@@ -34,6 +35,7 @@ from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
 from tuner.trial import TrialOptions
 from tuner.trial import TrialResult
+from tuner.workloads import KINDS
 
 
 @dataclass
@@ -78,43 +80,6 @@ class FatalSweepError(UserError):
     exit_code = 1
 
 
-def make_sampler(name: str, seed: int | None, space: SearchSpace) -> Any:
-    import optuna
-
-    name = name.lower()
-    if name == "tpe":
-        # multivariate + group: models knobs jointly within each conditional sub-space
-        # (speculation on/off), which the independent default cannot.
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, multivariate=True,
-                                          group=True)
-    if name == "tpe-independent":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10)
-    if name in ("nsga2", "nsga-ii", "nsgaii"):
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=16)
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    if name == "gp":
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise UserError("--sampler gp needs PyTorch (pip install torch); "
-                            "use tpe, nsga2 or random") from None
-        return optuna.samplers.GPSampler(seed=seed)
-    if name == "grid":
-        try:
-            configs = list(space.iter_configs(limit=100_000))
-        except ValueError:
-            raise UserError("--sampler grid needs a space without continuous knobs") from None
-        grid: dict[str, list[Any]] = {}
-        for c in configs:
-            for k, v in c.items():
-                grid.setdefault(k, [])
-                if v not in grid[k]:
-                    grid[k].append(v)
-        return optuna.samplers.GridSampler(grid, seed=seed)
-    raise UserError(f"--sampler {name!r}: expected tpe, nsga2, gp, random or grid")
-
-
 class Driver:
     def __init__(self, space: SearchSpace, engine: Engine, options: TrialOptions,
                  settings: SweepSettings, runner_factory: Callable[[], TrialRunner],
@@ -126,7 +91,7 @@ class Driver:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.engine, self.options, self.s = space, engine, options, settings
-        self.with_accuracy = space.spec.workload.kind == "gsm8k"
+        self.with_accuracy = KINDS[space.spec.workload.kind].scored
         self.storage = settings.location.storage()
         settings.location.artifacts.mkdir(parents=True, exist_ok=True)
         from optuna.artifacts import FileSystemArtifactStore
