@@ -38,13 +38,12 @@ def export(
 
     space_yaml = st.user_attrs.get("tuner:space_yaml")
     data = yaml.safe_load(space_yaml) if space_yaml else {}
-    engine = make_engine("sglang")
+    engine = make_engine(result.engine)         # the adapter the trial was planned by
     command = engine.entry_point(result.plan.argv)   # what was measured, not the default
     floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
     folder = out or Path("trials") / f"{study}-profile"
     model = data.get("model") or {}
-    model_path = st.user_attrs.get("tuner:model") or result.plan.argv[
-        result.plan.argv.index("--model-path") + 1]
+    model_path = st.user_attrs.get("tuner:model") or model.get("path", "")
     try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it
         vocab = vocab_size(model_path, model.get("vocab_size"))
     except UserError:

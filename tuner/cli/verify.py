@@ -41,7 +41,8 @@ def verify(
             log_text = log.read_text(errors="replace")
         except OSError as exc:
             raise UserError(f"--log {log}: {exc.strerror}") from None
-    checks = run_verify(data, url, make_engine("sglang").protocol(), api_key=api_key,
+    measured_with = str((data.get("engine") or {}).get("measured_with") or "sglang")
+    checks = run_verify(data, url, make_engine(measured_with).protocol(), api_key=api_key,
                         log_text=log_text, requests=requests, gsm8k=gsm8k)
     from rich.table import Table
 

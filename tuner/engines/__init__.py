@@ -33,6 +33,10 @@ __all__ = [
     "make_engine",
 ]
 
+#: Engine adapters by the name a space's ``engine.name`` gives. A second engine (vLLM) adds
+#: its adapter here (docs/architecture.md).
+ENGINES: dict[str, type[Engine]] = {"sglang": SGLangEngine}
+
 #: Simulator variants -> the module the simulator runs as (``python -m MODULE serve``).
 SIM_VARIANTS = {
     "fork": "tuner_sim.fork",

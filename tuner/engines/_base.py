@@ -183,6 +183,13 @@ class Engine(abc.ABC):
         them is ``launch.sh``, which runs ``entry`` (the command the trial was measured
         with); ``header`` is a comment saying where the profile came from."""
 
+    @staticmethod
+    def entry_point(argv: list[str]) -> list[str]:
+        """The command a launch ran (``sglang serve``, a fork's script, the simulator's
+        ``python -m ...``): the argv before its first ``--`` option."""
+        first = next((i for i, tok in enumerate(argv) if tok.startswith("--")), len(argv))
+        return argv[:first]
+
     def secret_args(self, api_key: str | None) -> list[str]:
         """Arguments that give the server ``api_key``; added at launch, never to a plan."""
         return []

@@ -455,11 +455,6 @@ class SGLangEngine(Engine):
             i = j
         return out
 
-    @staticmethod
-    def entry_point(argv: list[str]) -> list[str]:
-        """The command a launch ran (``sglang serve``, a fork's, the simulator's): the argv
-        before ``--model-path``."""
-        return argv[:argv.index("--model-path")] if "--model-path" in argv else argv[:2]
 
     @staticmethod
     def _evidence(space: SearchSpace, name: str, value: Any) -> KnobEvidence:

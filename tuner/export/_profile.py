@@ -2,12 +2,9 @@
 
 A profile folder holds
 
-* ``sglang.yaml`` - every flag of the measured launch except ``--model-path``, ``--host`` and
-  ``--port``, for ``sglang serve --config`` (keys and values as SGLang 0.5.23 merges them);
-* ``sglang.env`` - the env vars, shell-quoted (``set -a; . sglang.env``; also a systemd
-  ``EnvironmentFile``);
-* ``launch.sh`` - sources the env file and ``exec`` s the server; host and port from ``HOST``
-  and ``PORT``, extra arguments (an ``--api-key``) passed through; no secret is written;
+* the engine's files that serve the measured plan again (:meth:`Engine.profile_files`; for
+  SGLang a ``--config`` YAML, an env file and ``launch.sh``, docs/take-home.md), with
+  ``launch.sh`` running the entry point the trial was measured with; no secret is written;
 * ``profile.yaml`` - what the tool knows: the canonical configuration, engine and version
   it was measured with, machine, workload, figures with intervals, speed-up over the
   baseline, and the evidence a start-up must show (``tuner verify`` checks it).

@@ -96,24 +96,43 @@ def knob_figures(data: StudyData) -> list[Any]:
     return figs
 
 
+def _speculation_knobs(data: StudyData) -> list[str]:
+    """Numeric knobs set exactly on the trials that speculate (those with an accept length),
+    in the space's order: draft steps, top-k, verify window in the shipped spaces."""
+    m = data.measured
+    spec = m["accept_length"].notna() if "accept_length" in m else None
+    out = []
+    for k in data.knobs:
+        col = f"knob.{k}"
+        if spec is None or col not in m or not spec.any():
+            continue
+        values = pd.to_numeric(m.loc[spec, col], errors="coerce")
+        if values.notna().all() and m.loc[~spec, col].isna().all() and values.nunique() > 1:
+            out.append(k)
+    return out
+
+
 def accept_figure(data: StudyData) -> Any | None:
+    """Accept length against the first speculation knob, one series per value of the
+    second (when it has few values)."""
     import plotly.graph_objects as go
 
+    knobs = _speculation_knobs(data)
+    if not knobs:
+        return None
     m = data.measured
-    if "knob.spec_steps" not in m:
-        return None
-    spec = m[m["knob.spec_steps"].notna() & m["accept_length"].notna()]
-    if spec.empty:
-        return None
+    spec = m[m["accept_length"].notna()]
+    x = pd.to_numeric(spec[f"knob.{knobs[0]}"])
+    split = next((k for k in knobs[1:] if spec[f"knob.{k}"].nunique() <= 4), None)
+    groups = spec[f"knob.{split}"] if split else pd.Series("all", spec.index)
     fig = go.Figure()
-    topk = spec["knob.spec_topk"] if "knob.spec_topk" in spec else pd.Series(1, spec.index)
-    for k in sorted(topk.dropna().unique()):
-        sub = spec[topk == k]
-        fig.add_trace(go.Scatter(x=sub["knob.spec_steps"].astype(int), y=sub["accept_length"],
-                                 mode="markers", name=f"topk {k}",
+    for g in sorted(groups.unique(), key=str):
+        sub = spec[groups == g]
+        fig.add_trace(go.Scatter(x=x[groups == g], y=sub["accept_length"], mode="markers",
+                                 name=f"{split} {g}" if split else "trials",
                                  hovertext=_hover(sub, data), hoverinfo="text",
                                  marker={"size": 11}))
-    fig.update_layout(title="accept length vs draft steps", xaxis_title="draft steps",
+    fig.update_layout(title=f"accept length vs {knobs[0]}", xaxis_title=knobs[0],
                       yaxis_title="accept length (tokens per verify round)",
                       template="plotly_white", height=380)
     return fig

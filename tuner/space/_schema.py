@@ -46,7 +46,8 @@ class MachineMeta(_Strict):
 class EngineMeta(_Strict):
     """The engine the space was written for."""
 
-    name: Literal["sglang"] = "sglang"
+    name: str = Field(default="sglang", description="an engine adapter's name "
+                      "(tuner.engines.ENGINES)")
     version: str = "0.5.23"
     command: list[str] = Field(default_factory=lambda: ["sglang", "serve"])
     extra_flags: list[str] = Field(
