@@ -129,7 +129,7 @@ class Resolved:
 
 def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int, int],
             model_context: int, env: dict[str, str], memory_gb: float) -> Resolved:
-    """Apply SGLang 0.5.23's resolution rules (see the facts file, sections 0 and 1.4)."""
+    """Apply SGLang 0.5.23's resolution rules (docs/sglang-facts.md, "Resolution rules")."""
     a = dict(vars(ns))
     out = Resolved(args=a)
     if a["disable_cuda_graph"]:

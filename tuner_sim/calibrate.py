@@ -1,4 +1,4 @@
-"""Model vs published: every number in field-facts.md beside the model's prediction.
+"""Model vs published: every published number (docs/simulator.md) beside the model's prediction.
 
 Workload shapes used for the predictions (documented in docs/simulator.md):
 

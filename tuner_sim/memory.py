@@ -1,6 +1,6 @@
 """The memory model: weights, KV pool, mamba/KDA state, CUDA graphs, --mem-fraction-static.
 
-Follows SGLang 0.5.23's accounting (facts file section 1.3): the static budget is
+Follows SGLang 0.5.23's accounting (docs/sglang-facts.md, "Memory"): the static budget is
 ``free-before-load x f``; what the weights leave of it, minus the KDA state pool and the
 graph memory, becomes the KV pool. Too little fails with SGLang's own messages; a fraction
 above the machine's safe limit makes the simulated machine hang (as a GB10 does at 0.75).

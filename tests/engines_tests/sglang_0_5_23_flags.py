@@ -1,5 +1,5 @@
 """An independent table of SGLang 0.5.23 server flags (from the 0.5.23 wheel via
-shared/docs/sglang-0.5.23-facts.md), used as the oracle that generated launches are checked
+docs/sglang-facts.md), used as the oracle that generated launches are checked
 against. Kept apart from tuner's own table on purpose: a misspelt flag must fail here."""
 
 STORE_TRUE = {

@@ -20,7 +20,7 @@ from tuner.space import parse_space
 ENGINE = make_engine("sglang")
 SPACE = load_space(SPARK)
 
-# The official ling-cookbook W4A8 command (facts file section 7), mem fraction at the
+# The official ling-cookbook W4A8 command (docs/sglang-facts.md, last section), mem fraction at the
 # GB10-safe 0.68 (see the space's header).
 COOKBOOK_FLAGS = [
     "--moe-runner-backend", "flashinfer_mxfp4", "--flashinfer-mxfp4-moe-precision", "default",
@@ -74,7 +74,7 @@ def test_fork_optimised_command_forces_four_draft_tokens(asked_draft: int) -> No
                                  "spec_draft_tokens": asked_draft})
     plan = ENGINE.plan(SPACE, cfg)
     flags = flag_map(plan.argv)
-    # The fork's launch-optimized.sh relative to the baseline (facts file section 7).
+    # The fork's launch-optimized.sh relative to the baseline (docs/sglang-facts.md, last section).
     base = flag_map(["--model-path", MODEL, *COOKBOOK_FLAGS, "--host", "127.0.0.1",
                      "--port", "30000"])
     base["--moe-runner-backend"] = "humming"

@@ -1,7 +1,7 @@
 """The SGLang engine adapter: the only module that knows SGLang's flag names and rules.
 
 Canonicalisation applies SGLang 0.5.23's own resolution rules, one function each (see
-``shared/docs/sglang-0.5.23-facts.md`` section 0, items 2 and 3, and section 1.4):
+``docs/sglang-facts.md``, "Resolution rules"):
 
 * :func:`_rule_speculation_off` - without ``--speculative-algorithm`` every other
   ``--speculative-*`` setting is ignored, so those knobs are dropped;
@@ -372,7 +372,7 @@ class SGLangEngine(Engine):
 
     # -- launch profiles (``sglang serve --config``) ---------------------------------------
     #: Flags a profile keeps on the command line: SGLang reads --model-path from the raw
-    #: command line before merging --config (facts, section 1.2); host and port are the
+    #: command line before merging --config (docs/sglang-facts.md, "--config"); host and port are the
     #: operator's.
     COMMAND_LINE_ONLY = ("--model-path", "--host", "--port")
 

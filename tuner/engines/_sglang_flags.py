@@ -2,7 +2,7 @@
 
 Source: the sglang 0.5.23 wheel (``sglang/srt/arg_groups/fields/*.py``,
 ``arg_groups/choices.py``, ``server_args.py::add_cli_args``); see
-``shared/docs/sglang-0.5.23-facts.md`` section 1. A flag missing here is refused when a space
+``docs/sglang-facts.md``. A flag missing here is refused when a space
 is validated, unless the space lists it under ``engine.extra_flags`` (a fork's flag).
 """
 

@@ -133,7 +133,7 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: b
 def write_legacy_constraints(study: Any, trial_id: int, values: list[float]) -> None:
     """Also store the constraints in the pre-5.0 format (system attr ``constraints``, a list
     in CONSTRAINT_KEYS order): optuna-dashboard 0.21 reads only that one, and without it
-    draws gated trials as feasible (optuna-ray-facts.md, summary item 2). Optuna merges both
+    draws gated trials as feasible (docs/optuna-ray-facts.md, Optuna 3). Optuna merges both
     formats into ``trial.constraints`` with the same feasibility."""
     study._storage.set_trial_system_attr(trial_id, "constraints", values)
 

@@ -1,6 +1,6 @@
 """Trials as Ray tasks: one task = one trial = one server lifetime.
 
-Settings that matter (optuna-ray-facts.md, section 4): ``max_retries=0`` (a crashed trial
+Settings that matter (docs/optuna-ray-facts.md, "Ray"): ``max_retries=0`` (a crashed trial
 must not silently run again); one GPU per trial for a real engine, a custom
 ``tuner_sim_slot`` resource for the simulator; the server starts in the worker's own
 process group so Ray's clean-up reaches it; a deadline ends with ``ray.cancel(force=True)``

@@ -1,7 +1,7 @@
 """Clean-up of a local Ray instance whose driver died (SIGKILL, OOM kill, a closed laptop).
 
 Ray removes most of a session when its driver dies, but the dashboard and runtime-env agents
-survive and ignore SIGTERM (optuna-ray-facts.md, exp14), and a trial server whose raylet
+survive and ignore SIGTERM (docs/optuna-ray-facts.md, Ray 4), and a trial server whose raylet
 was killed may survive too. The driver starts this watcher in its own session; when the
 driver's pid is gone it kills every descendant of the driver it saw while the driver lived
 (Ray's GCS, raylet, agents, workers, trial servers) and whatever still carries the node's

@@ -1,4 +1,4 @@
-"""Aggregates of a trial, per the definitions in design.md.
+"""Aggregates of a trial, per the definitions in README.md ("Definitions").
 
 * TPOT of a request = (end-to-end - TTFT) / (completion tokens - 1), client-measured.
 * The objective is the token-weighted mean: sum of decode time / sum of decode tokens, with a
