@@ -18,10 +18,10 @@ from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.simulator import sim_env
 from tuner.engines import make_engine
-from tuner.engines._sglang import DRAFT_TOKENS
-from tuner.engines._sglang import STEPS
-from tuner.engines._sglang import TOPK
-from tuner.engines._sglang import draft_tree_capacity
+from tuner.engines._sglang_rules import DRAFT_TOKENS
+from tuner.engines._sglang_rules import STEPS
+from tuner.engines._sglang_rules import TOPK
+from tuner.engines._sglang_rules import draft_tree_capacity
 from tuner.errors import ConfigError
 from tuner.space import Config
 from tuner.space import load_space

@@ -37,7 +37,7 @@ def _line(xs: list[float], ys: list[float]) -> tuple[float, float]:
 def _times(rows: list[dict[str, Any]]) -> tuple[list[float], str]:
     graphed = [r.get("graph_ms") for r in rows]
     if all(g is not None for g in graphed):
-        return [float(g) for g in graphed], "cuda-graph"
+        return [float(g) for g in graphed if g is not None], "cuda-graph"
     return [float(r["ms"]) for r in rows], "eager"
 
 

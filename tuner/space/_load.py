@@ -149,7 +149,8 @@ class _Checker:
         if (k.evidence is None) == (k.evidence_by_value is None):
             self.fail(p, "expected exactly one of 'evidence' or 'evidence_by_value' (what "
                          "proves the knob took effect; use 'evidence: {none: why}' if nothing)")
-        ev = [(("evidence",), k.evidence)] if k.evidence is not None else []
+        ev: list[tuple[tuple[str, ...], Any]] = (
+            [(("evidence",), k.evidence)] if k.evidence is not None else [])
         if k.evidence_by_value is not None:
             if k.type not in ("categorical", "bool"):
                 self.fail((*p, "evidence_by_value"), "needs a categorical or bool knob")

@@ -151,8 +151,8 @@ class SearchSpace:
         if k.type in ("categorical", "bool"):
             return "one of " + ", ".join(value_key(c) for c in self.domain(name) or [])
         step = f" step {k.step:g}" if k.step is not None else ""
-        lo = int(k.low) if k.type == "int" else k.low
-        hi = int(k.high) if k.type == "int" else k.high
+        lo = int(k.low) if k.type == "int" and k.low is not None else k.low
+        hi = int(k.high) if k.type == "int" and k.high is not None else k.high
         return f"{k.type} in [{lo}, {hi}]{step}"
 
     # ---- conditions -----------------------------------------------------------------------

@@ -98,8 +98,9 @@ def objective_values(result: TrialResult, with_accuracy: bool) -> list[float] | 
     a = result.aggregates
     if a is None or a.tpot_ms is None:
         return None
-    values = [a.tpot_ms, a.accuracy] if with_accuracy else [a.tpot_ms]
-    return values if _finite(values) else None  # type: ignore[return-value]
+    values: list[float | None] = [a.tpot_ms, a.accuracy] if with_accuracy else [a.tpot_ms]
+    finite = [v for v in values if v is not None]
+    return finite if _finite(values) and len(finite) == len(values) else None
 
 
 def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: bool,

@@ -97,7 +97,8 @@ class Driver:
         from optuna.artifacts import FileSystemArtifactStore
 
         self.store = FileSystemArtifactStore(str(settings.location.artifacts))
-        directions = ["minimize", "maximize"] if self.with_accuracy else ["minimize"]
+        directions: list[Any] = (["minimize", "maximize"] if self.with_accuracy
+                                 else ["minimize"])
         self.study = optuna.create_study(
             study_name=settings.study_name, storage=self.storage, directions=directions,
             load_if_exists=True, sampler=make_sampler(settings.sampler, settings.seed, space))

@@ -15,6 +15,7 @@ import uuid
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait
 from typing import Any
+from typing import cast
 
 import psutil
 
@@ -77,11 +78,12 @@ class LocalRunner(TrialRunner):
         by_conn = {conn: key for key, (_, conn, _) in self._jobs.items()}
         ready = wait(list(by_conn), timeout=timeout)
         out = []
-        for conn in ready:
-            key = by_conn[conn]  # type: ignore[index]
+        for ready_conn in ready:
+            conn = cast("Connection", ready_conn)
+            key = by_conn[conn]
             proc, _, tag = self._jobs.pop(key)
             try:
-                kind, payload = conn.recv()  # type: ignore[union-attr]
+                kind, payload = conn.recv()
             except (EOFError, OSError):
                 proc.join(timeout=5)
                 _kill_job(None, tag)              # its server outlived it

@@ -73,8 +73,9 @@ class RayRunner(TrialRunner):
 
     def _session_dir(self) -> str | None:
         try:
-            return str(self._ray._private.worker._global_node.get_session_dir_path())
-        except AttributeError:
+            node = getattr(self._ray._private.worker, "_global_node", None)
+            return str(node.get_session_dir_path()) if node is not None else None
+        except AttributeError:       # not started yet, or Ray moved its internals
             return None
 
     @property

@@ -1,6 +1,6 @@
 """``TrialResult``: everything one trial learnt, as versioned JSON.
 
-Failure reasons come from a fixed taxonomy (README.md, "Definitions"; docs/trials.md): ``launch_error``,
+Failure reasons come from a fixed taxonomy (docs/trials.md): ``launch_error``,
 ``startup_timeout``, ``oom``, ``crashed``, ``unsupported_knob``, ``effect_mismatch``,
 ``bench_error``, ``worker_lost``, ``cancelled``. All durations are machine time.
 """

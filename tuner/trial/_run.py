@@ -17,6 +17,7 @@ import httpx
 from tuner import __version__
 from tuner.engines import Engine
 from tuner.engines import RequestFailed
+from tuner.engines import ServerProtocol
 from tuner.space import Config
 from tuner.space import SearchSpace
 from tuner.space import Workload
@@ -31,6 +32,8 @@ from tuner.trial._server import free_port
 from tuner.trial._server import redact
 from tuner.trial._stats import aggregate
 from tuner.workloads import Context
+from tuner.workloads import Prepared
+from tuner.workloads import Workload as PromptWorkload
 from tuner.workloads import make_workload
 from tuner.workloads import vocab_size
 
@@ -75,8 +78,18 @@ def workload_vocab(space: SearchSpace, opts: TrialOptions) -> int | None:
     return vocab_size(model.path, model.vocab_size)
 
 
+class _Stop(Exception):
+    """A phase ended the trial: ``reason`` from the taxonomy, ``message``, the log tail."""
+
+    def __init__(self, reason: str, message: str, tail: str | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.tail = reason, message, tail
+
+
 def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOptions
               ) -> TrialResult:
+    """Launch ``config``, prove each setting, measure, gate, stop. Never raises for a
+    failing server: the failure is the result's ``reason``."""
     t_start = time.monotonic()
     port = opts.port or free_port(opts.host)
     plan = engine.plan(space, config, host=opts.host, port=port)
@@ -88,84 +101,95 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         plan=plan, engine=engine.name, simulated=engine.name.startswith("sim"),
         workload=opts.workload.model_dump(), started_at=_now(), host=socket.gethostname(),
         log_path=str(log_path))
-
-    def fail(reason: str, message: str, tail: str | None = None) -> TrialResult:
-        result.status = "failed"
-        result.reason = reason  # type: ignore[assignment]
-        result.message = message
-        result.log_tail = tail
-        return result
-
-    # Before launch: can the engine apply every requested value at all?
-    if opts.capabilities is not None:
+    if opts.capabilities is not None:     # before launch: can the engine apply every value?
         bad = unsupported(plan.evidence, opts.capabilities)
         if bad:
             result.effect = bad
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
-            return _finish(fail("unsupported_knob", detail), t_start, 1.0)
+            return _finish(_failed(result, _Stop("unsupported_knob", detail)), t_start, 1.0)
     workload = make_workload(opts.workload, Context(gsm8k=opts.gsm8k,
                                                     vocab_size=workload_vocab(space, opts)))
     prepared = workload.prepare()
     protocol = engine.protocol()
     server = ServerProcess(plan, log_path, protocol, extra_env=opts.server_env,
                            api_key=opts.api_key, secret_argv=engine.secret_args(opts.api_key))
-    scale = 1.0
     try:
         server.start()
         try:
             startup_wall = server.wait_ready(opts.startup_timeout_s)
         except StartupFailure as exc:
-            return _finish(fail(exc.reason, exc.message, exc.log_tail), t_start, scale)
-        t0 = time.monotonic()
-        with httpx.Client(base_url=server.base_url, headers=server.headers(),
-                          timeout=60) as client:
-            info = protocol.server_info(client)
-            scale = protocol.time_scale(info)
-            if plan.metrics:
-                result.metrics = protocol.metrics(client)
-        result.time_scale = scale
-        result.engine_version = protocol.version(info)
-        result.server_info = redact(info if opts.keep_full_server_info else
-                                    protocol.kept_info(info), opts.api_key)
-        result.timings.startup_s = startup_wall * scale
-        result.effect = effect_check(plan.evidence, info, log_path.read_text(errors="replace"))
-        result.timings.evidence_s = (time.monotonic() - t0) * scale
-        mismatched = [c for c in result.effect if c.verdict == "mismatched"]
-        if mismatched:
-            detail = "; ".join(f"{c.knob}={c.value}: {', '.join(c.problems)}"
-                               for c in mismatched)
-            return _finish(fail("effect_mismatch", detail, server.log_tail()), t_start, scale)
-        try:
-            t1 = time.monotonic()
-            run_requests(server.base_url, server.headers(), protocol, prepared.warmup,
-                         scale=scale, concurrency=opts.workload.concurrency,
-                         timeout_s=opts.bench_timeout_s)
-            result.warmup_requests = len(prepared.warmup)
-            t2 = time.monotonic()
-            result.timings.warmup_s = (t2 - t1) * scale
-            result.requests = run_requests(
-                server.base_url, server.headers(), protocol, prepared.measured,
-                workload=workload, scale=scale, concurrency=opts.workload.concurrency,
-                timeout_s=opts.bench_timeout_s)
-            result.timings.benchmark_s = (time.monotonic() - t2) * scale
-        except RequestFailed as exc:
-            time.sleep(0.2)
-            if not server.alive():
-                return _finish(fail("crashed", f"the server died during the benchmark: {exc}",
-                                    server.log_tail()), t_start, scale)
-            return _finish(fail("bench_error", str(exc), server.log_tail()), t_start, scale)
+            return _finish(_failed(result, _Stop(exc.reason, exc.message, exc.log_tail)),
+                           t_start, 1.0)
+        _prove(result, server, protocol, opts, startup_wall)
+        _measure(result, server, protocol, workload, prepared, opts)
         result.aggregates = aggregate(result.requests)
         result.gate = evaluate(
             result.aggregates, speculative=plan.speculative,
             cfg=space.spec.gate, baseline_per_question=opts.baseline_per_question,
             reference_accept_length=opts.reference_accept_length)
-        return _finish(result, t_start, scale)
+        return _finish(result, t_start, result.time_scale)
+    except _Stop as stop:
+        return _finish(_failed(result, stop), t_start, result.time_scale)
     finally:
         server.stop()
         result.cleanup = server.leftovers()
 
 
-def _finish(result: TrialResult, t_start: float, scale: float) -> TrialResult:
-    result.timings.total_s = (time.monotonic() - t_start) * scale
+def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
+           opts: TrialOptions, startup_wall: float) -> None:
+    """Read what the server resolved and check every expected observation."""
+    t0 = time.monotonic()
+    with httpx.Client(base_url=server.base_url, headers=server.headers(), timeout=60) as c:
+        info = protocol.server_info(c)
+        scale = protocol.time_scale(info)
+        if result.plan.metrics:
+            result.metrics = protocol.metrics(c)
+    result.time_scale = scale
+    result.engine_version = protocol.version(info)
+    result.server_info = redact(info if opts.keep_full_server_info else
+                                protocol.kept_info(info), opts.api_key)
+    result.timings.startup_s = startup_wall * scale
+    log_text = server.log_path.read_text(errors="replace")
+    result.effect = effect_check(result.plan.evidence, info, log_text)
+    result.timings.evidence_s = (time.monotonic() - t0) * scale
+    mismatched = [c for c in result.effect if c.verdict == "mismatched"]
+    if mismatched:
+        detail = "; ".join(f"{c.knob}={c.value}: {', '.join(c.problems)}" for c in mismatched)
+        raise _Stop("effect_mismatch", detail, server.log_tail())
+
+
+def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
+             workload: PromptWorkload, prepared: Prepared, opts: TrialOptions) -> None:
+    """Warm up, then send the measured prompts; a failed request ends the trial."""
+    scale, n, timeout = result.time_scale, opts.workload.concurrency, opts.bench_timeout_s
+    try:
+        t1 = time.monotonic()
+        run_requests(server.base_url, server.headers(), protocol, prepared.warmup,
+                     scale=scale, concurrency=n, timeout_s=timeout)
+        result.warmup_requests = len(prepared.warmup)
+        t2 = time.monotonic()
+        result.timings.warmup_s = (t2 - t1) * scale
+        result.requests = run_requests(server.base_url, server.headers(), protocol,
+                                       prepared.measured, workload=workload, scale=scale,
+                                       concurrency=n, timeout_s=timeout)
+        result.timings.benchmark_s = (time.monotonic() - t2) * scale
+    except RequestFailed as exc:
+        time.sleep(0.2)
+        if not server.alive():
+            raise _Stop("crashed", f"the server died during the benchmark: {exc}",
+                        server.log_tail()) from None
+        raise _Stop("bench_error", str(exc), server.log_tail()) from None
+
+
+def _failed(result: TrialResult, stop: _Stop) -> TrialResult:
+    result.status = "failed"
+    result.reason = stop.reason  # type: ignore[assignment]
+    result.message = stop.message
+    result.log_tail = stop.tail
+    return result
+
+
+def _finish(result: TrialResult, t_start: float, scale: float | None) -> TrialResult:
+    result.timings.total_s = (time.monotonic() - t_start) * (scale or 1.0)
     result.finished_at = _now()
     return result
