@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -23,25 +24,15 @@ def doctor(
     """
     import json
 
-    from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
     from tuner.cli._common import split_command
     from tuner.engines import inspect_engine
     from tuner.engines import knob_support
-    from tuner.engines import make_engine
 
-    note = None
-    if engine == "auto":      # what is installed: doctor needs no GPU to read it
-        import shutil
-
-        given = split_command(engine_command)
-        engine = "sglang" if (given or shutil.which("sglang")) else "sim"
-        if engine == "sim":
-            note = "no sglang command here: checking the built-in simulator (--engine sim)"
-    eng = make_engine(engine, command=split_command(engine_command))
+    eng, note = _choose(engine, engine_command)
     space = load_checked_space(space_file, eng) if space_file else None
     if space is not None:
-        command = eng.entry_command(space)  # type: ignore[attr-defined]
+        command = eng.entry_command(space)
     else:
         command = split_command(engine_command) or getattr(eng, "command", None) or [
             "sglang", "serve"]
@@ -58,35 +49,58 @@ def doctor(
                       for s in supports],
         }, indent=2))
     else:
-        out = console()
-        if note:
-            out.print(f"[yellow]{note}[/]")
-        out.print(f"engine command  {' '.join(command)}")
-        if not caps.found:
-            out.print(f"[red]not found[/red]: {caps.reason}")
-            out.print("SGLang is not installed here. On a GPU machine: pip install "
-                      "'moe-tuner[sglang]'. Without a GPU, tune against the simulator: "
-                      "--engine sim")
-        else:
-            out.print(f"version         {caps.version or 'unknown'}")
-            out.print(f"source          {caps.source_root or 'unknown'}")
-            if caps.flags is not None:
-                out.print(f"flags           {len(caps.flags)} accepted (from --help)")
-            else:
-                out.print(f"flags           unknown: {caps.help_error}")
-            if space is not None and space.spec.engine.version != caps.version:
-                out.print(f"[yellow]note[/yellow] the space was written for "
-                          f"{space.spec.engine.name} {space.spec.engine.version}")
-            if supports:
-                from rich.table import Table
-
-                table = Table(title=f"knobs of {space.name}")  # type: ignore[union-attr]
-                table.add_column("knob")
-                table.add_column("status")
-                table.add_column("detail")
-                colour = {"supported": "green", "unsupported": "red", "unknown": "yellow"}
-                for s in supports:
-                    table.add_row(s.knob, f"[{colour[s.status]}]{s.status}[/]", s.detail)
-                out.print(table)
+        _print(command, caps, space, supports, note)
     if not caps.found or any(s.status == "unsupported" for s in supports):
         raise typer.Exit(1)
+
+
+def _choose(engine: str, engine_command: str | None) -> tuple[Any, str | None]:
+    """The engine to inspect; ``auto`` is what is installed (doctor needs no GPU)."""
+    import shutil
+
+    from tuner.cli._common import split_command
+    from tuner.engines import make_engine
+
+    note = None
+    if engine == "auto":
+        given = split_command(engine_command)
+        engine = "sglang" if (given or shutil.which("sglang")) else "sim"
+        if engine == "sim":
+            note = "no sglang command here: checking the built-in simulator (--engine sim)"
+    return make_engine(engine, command=split_command(engine_command)), note
+
+
+def _print(command: list[str], caps: Any, space: Any, supports: list[Any],
+           note: str | None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from tuner.cli._common import console
+
+    out = console()
+    if note:
+        out.print(f"[yellow]{note}[/]")
+    out.print(f"engine command  {escape(' '.join(command))}")
+    if not caps.found:
+        out.print(f"[red]not found[/red]: {escape(str(caps.reason))}")
+        out.print(escape("SGLang is not installed here. On a GPU machine: pip install "
+                         "'moe-tuner[sglang]'. Without a GPU, tune against the simulator: "
+                         "--engine sim"))
+        return
+    out.print(f"version         {caps.version or 'unknown'}")
+    out.print(f"source          {caps.source_root or 'unknown'}")
+    if caps.flags is not None:
+        out.print(f"flags           {len(caps.flags)} accepted (from --help)")
+    else:
+        out.print(f"flags           unknown: {escape(str(caps.help_error))}")
+    if space is not None and space.spec.engine.version != caps.version:
+        out.print(f"[yellow]note[/yellow] the space was written for "
+                  f"{space.spec.engine.name} {space.spec.engine.version}")
+    if supports:
+        table = Table(title=f"knobs of {space.name}")
+        for col in ("knob", "status", "detail"):
+            table.add_column(col)
+        colour = {"supported": "green", "unsupported": "red", "unknown": "yellow"}
+        for s in supports:
+            table.add_row(s.knob, f"[{colour[s.status]}]{s.status}[/]", escape(s.detail))
+        out.print(table)

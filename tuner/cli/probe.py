@@ -4,6 +4,7 @@ write a simulator machine profile calibrated to the measurements."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -27,9 +28,6 @@ def probe(
     """
     import importlib.util
     import json
-    import os
-    import subprocess
-    import sys
 
     import yaml
 
@@ -44,23 +42,8 @@ def probe(
     shapes = probe_shapes(space)
     c = console()
     if from_json is None:
-        check = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda."
-                                "is_available(), 'no CUDA device'; import humming"],
-                               capture_output=True, text=True)
-        if check.returncode != 0:
-            why = (check.stderr.strip().splitlines() or ["unknown"])[-1]
-            raise UserError(f"tuner probe needs a CUDA GPU, PyTorch and humming-kernels "
-                            f"(pip install 'moe-tuner[probe]'); here: {why}")
         out = out or Path("trials") / f"probe-{machine}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        if cache_dir is not None:
-            env["HUMMING_CACHE_DIR"] = str(cache_dir)
-        c.print(f"probing {machine} for {shapes['model']} (a few minutes)...")
-        proc = subprocess.run([sys.executable, "-m", "tuner.probe._gpu", "--shapes",
-                               json.dumps(shapes), "--m", m, "--out", str(out)], env=env)
-        if proc.returncode != 0:
-            raise UserError(f"the GPU probe failed (exit {proc.returncode}); see its output")
+        _measure(c, shapes, machine, out, cache_dir, m)
         from_json = out
     try:
         data = json.loads(from_json.read_text())
@@ -80,6 +63,40 @@ def probe(
     target.write_text("# calibrated by tuner probe; the simulator reads it with "
                       f"TUNER_SIM_PROFILE_DIR={profile_dir}\n" + yaml.safe_dump(
                           profile, sort_keys=False))
+    _print_summary(c, summary)
+    c.print(f"wrote {target}\nuse it: tuner sweep {space_file} --engine sim --sim-profiles "
+            f"{profile_dir}")
+
+
+def _measure(c: Any, shapes: dict[str, Any], machine: str, out: Path, cache_dir: Path | None,
+             m: str) -> None:
+    """Run the standalone GPU probe (``tuner/probe/_gpu.py``) into ``out``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tuner.errors import UserError
+
+    check = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda."
+                            "is_available(), 'no CUDA device'; import humming"],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        why = (check.stderr.strip().splitlines() or ["unknown"])[-1]
+        raise UserError(f"tuner probe needs a CUDA GPU, PyTorch and humming-kernels "
+                        f"(pip install 'moe-tuner[probe]'); here: {why}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if cache_dir is not None:
+        env["HUMMING_CACHE_DIR"] = str(cache_dir)
+    c.print(f"probing {machine} for {shapes['model']} (a few minutes)...")
+    proc = subprocess.run([sys.executable, "-m", "tuner.probe._gpu", "--shapes",
+                           json.dumps(shapes), "--m", m, "--out", str(out)], env=env)
+    if proc.returncode != 0:
+        raise UserError(f"the GPU probe failed (exit {proc.returncode}); see its output")
+
+
+def _print_summary(c: Any, summary: dict[str, Any]) -> None:
     c.print(f"copy ceiling {summary['copy_gbs']:.0f} GB/s")
     for key in ("moe_w4a16", "moe_w4a8"):
         if key in summary:
@@ -95,5 +112,3 @@ def probe(
                 f"{lm['bf16']['max_rel_err']:.1e}, fp8 {lm['fp8']['max_rel_err']:.1e}")
     for stage, err in summary["errors"].items():
         c.print(f"[yellow]{stage} failed[/]: {err}")
-    c.print(f"wrote {target}\nuse it: tuner sweep {space_file} --engine sim --sim-profiles "
-            f"{profile_dir}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -25,7 +26,6 @@ def validate(file: Path = typer.Argument(..., help="search-space YAML file")) ->
 @app.command("show")
 def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> None:
     """Show FILE's model, machine, knobs with domains and conditions, and the space size."""
-    from rich.table import Table
 
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
@@ -50,6 +50,29 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
         bound = " ".join(x for x in (f"min {lim.min:g}" if lim.min is not None else "",
                                      f"max {lim.max:g}" if lim.max is not None else "") if x)
         out.print(f"limit    {flag} {bound}" + (f"  ({lim.reason})" if lim.reason else ""))
+    out.print(_knob_table(space))
+    try:
+        configs = list(space.iter_configs())
+    except ValueError:
+        out.print(f"size     continuous (raw product of discrete knobs {space.raw_size():g})")
+        return
+    canonical: set[str] = set()
+    refused = 0
+    for c in configs:
+        try:
+            canonical.add(engine.canonicalize(space, c).hash())
+        except ConfigError:
+            refused += 1
+    out.print(f"size     {len(configs):,} configurations with conditions applied; "
+              f"{len(canonical):,} valid and distinct after SGLang's resolution rules, "
+              f"{refused:,} refused (e.g. a draft tree SGLang cannot build) "
+              f"(raw product {space.raw_size():,.0f})")
+
+
+def _knob_table(space: Any) -> Any:
+    """One row per knob: domain, condition, what it sends, evidence kinds, baseline."""
+    from rich.table import Table
+
     table = Table(title="knobs", show_lines=False)
     for col in ("knob", "domain", "when", "sends", "evidence", "baseline"):
         table.add_column(col, overflow="fold")
@@ -71,20 +94,4 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
             ("none observable", bool(e.none))) if present})
         table.add_row(name, space.describe_domain(name), when, maps, ", ".join(kinds),
                       str(base.get(name, "-")))
-    out.print(table)
-    try:
-        configs = list(space.iter_configs())
-    except ValueError:
-        out.print(f"size     continuous (raw product of discrete knobs {space.raw_size():g})")
-        return
-    canonical: set[str] = set()
-    refused = 0
-    for c in configs:
-        try:
-            canonical.add(engine.canonicalize(space, c).hash())
-        except ConfigError:
-            refused += 1
-    out.print(f"size     {len(configs):,} configurations with conditions applied; "
-              f"{len(canonical):,} valid and distinct after SGLang's resolution rules, "
-              f"{refused:,} refused (e.g. a draft tree SGLang cannot build) "
-              f"(raw product {space.raw_size():,.0f})")
+    return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -61,8 +62,6 @@ def sweep(
     from tuner.cli._common import load_checked_space
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
-    from tuner.cli._sweep_display import Display
-    from tuner.cli._sweep_display import print_front
     from tuner.errors import UserError
     from tuner.study import locate
     from tuner.sweep import Driver
@@ -94,24 +93,39 @@ def sweep(
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline)
 
-    def runner():  # built lazily: Ray starts only once the lock is held
+    runner = _runner_factory(ray_address, parallel, gpu=not choice.simulated)
+    _run(console(), choice, space, name, location, Driver(
+        space, choice.engine, opts, settings, runner), sys.stdout.isatty())
+
+
+def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:
+    """A runner built lazily: Ray starts only once the driver holds the study's lock."""
+    def runner() -> Any:
         if ray_address == "none":
             from tuner.sweep import LocalRunner
 
             return LocalRunner(slots=parallel or 1)
         from tuner.sweep import RayRunner
 
-        return RayRunner(address=ray_address, gpu=not choice.simulated, slots=parallel)
+        return RayRunner(address=ray_address, gpu=gpu, slots=parallel)
 
-    out = console()
+    return runner
+
+
+def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: Any,
+         interactive: bool) -> None:
+    """Header, live progress, the front at the end; Ctrl-C exits 130 (resume later)."""
+    from tuner.cli._sweep_display import Display
+    from tuner.cli._sweep_display import print_front
+
     if choice.note:
         out.print(f"[yellow]{choice.note}[/]")
     label = (f"simulated {space.spec.machine.id} (time scale x{choice.time_scale:g})"
              if choice.simulated else space.spec.machine.id)
     out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study "
               f"{location.storage_url}")
-    display = Display(out, interactive=sys.stdout.isatty(), simulated=choice.simulated)
-    driver = Driver(space, choice.engine, opts, settings, runner, on_progress=display.update)
+    display = Display(out, interactive=interactive, simulated=choice.simulated)
+    driver.on_progress = display.update
     try:
         with display:
             study_obj = driver.run()

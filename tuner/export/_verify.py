@@ -84,12 +84,26 @@ def _read_info(protocol: ServerProtocol, url: str, headers: dict[str, str]
 def verify(profile: dict[str, Any], url: str, protocol: ServerProtocol, *,
            api_key: str | None = None, log_text: str | None = None, requests: int = 8,
            gsm8k: str | None = None) -> list[Check]:
+    """Every check of a running server at ``url`` against ``profile`` (profile.yaml)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     expect = profile.get("expect") or {}
-    checks: list[Check] = []
     info = _read_info(protocol, url, headers)
     if isinstance(info, Check):
         return [info]
+    checks = _setting_checks(expect, info)
+    version = (profile.get("engine") or {}).get("version")
+    if version:
+        checks.append(Check("engine version", None, str(version), str(protocol.version(info))))
+    checks += _log_checks(expect, log_text)
+    for knob, why in (expect.get("unobservable") or {}).items():
+        checks.append(Check(f"{knob} (unobservable)", None, "-", why))
+    if requests > 0:
+        checks += _workload_checks(profile, url, headers, protocol, info, requests, gsm8k)
+    return checks
+
+
+def _setting_checks(expect: dict[str, Any], info: dict[str, Any]) -> list[Check]:
+    checks = []
     for field, want in (expect.get("server_info") or {}).items():
         got = lookup(info, field)
         if got is MISSING:
@@ -102,14 +116,14 @@ def verify(profile: dict[str, Any], url: str, protocol: ServerProtocol, *,
         if got is not MISSING:      # fixed flags: checked where the server shows them
             checks.append(Check(f"/server_info {field} (fixed)", same_value(want, got),
                                 repr(want), repr(got)))
-    version = (profile.get("engine") or {}).get("version")
-    if version:
-        checks.append(Check("engine version", None, str(version), str(protocol.version(info))))
-    checks += _log_checks(expect, log_text)
-    for knob, why in (expect.get("unobservable") or {}).items():
-        checks.append(Check(f"{knob} (unobservable)", None, "-", why))
-    if requests <= 0:
-        return checks
+    return checks
+
+
+def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
+                     protocol: ServerProtocol, info: dict[str, Any], requests: int,
+                     gsm8k: str | None) -> list[Check]:
+    """A short run of the measured workload's kind and shape: accept length and TPOT."""
+    expect = profile.get("expect") or {}
     wl = Workload.model_validate(profile.get("workload") or {})
     kind = "gsm8k" if (wl.kind == "gsm8k" and gsm8k) else "synthetic"
     # The verify workload has the measured workload's shape; a GSM8K profile checked
@@ -130,9 +144,9 @@ def verify(profile: dict[str, Any], url: str, protocol: ServerProtocol, *,
         records = run_requests(url, headers, protocol, prepared.measured, workload=workload,
                                scale=scale)
     except RequestFailed as exc:
-        checks.append(Check("verify workload", False, f"{requests} requests", str(exc)))
-        return checks
+        return [Check("verify workload", False, f"{requests} requests", str(exc))]
     agg = aggregate(records)
+    checks = []
     al = expect.get("accept_length")
     if al is not None:
         got = agg.accept_length or 1.0
@@ -141,13 +155,13 @@ def verify(profile: dict[str, Any], url: str, protocol: ServerProtocol, *,
                             f"{got:.2f}"))
     tp = expect.get("tpot_ms")
     if tp is not None and agg.tpot_ms is not None:
+        name = f"TPOT (verify workload, {kind})"
         if comparable:
-            checks.append(Check(f"TPOT (verify workload, {kind})", agg.tpot_ms <= tp["max"],
+            checks.append(Check(name, agg.tpot_ms <= tp["max"],
                                 f"<= {tp['max']:.2f} ms (measured {tp['measured']:.2f})",
                                 f"{agg.tpot_ms:.2f} ms"))
         else:
-            checks.append(Check(f"TPOT (verify workload, {kind})", None,
-                                f"not compared: measured on {wl.kind} "
+            checks.append(Check(name, None, f"not compared: measured on {wl.kind} "
                                 f"({tp['measured']:.2f} ms); pass --gsm8k to compare",
                                 f"{agg.tpot_ms:.2f} ms"))
     return checks

@@ -89,6 +89,14 @@ class _Checker:
         p: KeyPath = ("knobs", name)
         if not _NAME.match(name):
             self.fail(p, "knob names are lower_snake_case identifiers")
+        self.knob_domain(p, k)
+        self.knob_mapping(p, name, k)
+        self.knob_evidence(p, name, k)
+        if k.default is not None and not self.in_domain(name, k.default):
+            self.fail((*p, "default"), f"{k.default!r} is outside the knob's domain")
+
+    def knob_domain(self, p: KeyPath, k: Knob) -> None:
+        """Choices or bounds, as the knob's type needs."""
         if k.type in ("categorical", "bool"):
             for key in ("low", "high", "step"):
                 if getattr(k, key) is not None:
@@ -125,7 +133,9 @@ class _Checker:
                     self.fail((*p, "step"), "expected an integer step")
             if k.low > k.high:
                 self.fail((*p, "high"), f"empty domain: high {k.high:g} < low {k.low:g}")
-        # mapping to the engine
+
+    def knob_mapping(self, p: KeyPath, name: str, k: Knob) -> None:
+        """Exactly one way to reach the engine: a flag, an env var, or per-value sends."""
         mapped = [m for m in ("flag", "env", "values") if getattr(k, m) is not None]
         if len(mapped) != 1:
             self.fail(p, "expected exactly one of 'flag', 'env' or 'values' (how the knob "
@@ -145,7 +155,9 @@ class _Checker:
                     if not _ENV.match(var):
                         self.fail((*p, "values", key, "env", var),
                                   "expected an environment variable name")
-        # evidence
+
+    def knob_evidence(self, p: KeyPath, name: str, k: Knob) -> None:
+        """Exactly one of evidence / evidence_by_value, never empty, valid regexes."""
         if (k.evidence is None) == (k.evidence_by_value is None):
             self.fail(p, "expected exactly one of 'evidence' or 'evidence_by_value' (what "
                          "proves the knob took effect; use 'evidence: {none: why}' if nothing)")
@@ -166,9 +178,6 @@ class _Checker:
                     re.compile(pattern)
                 except re.error as exc:
                     self.fail((*p, *sub, "log", i), f"not a valid regular expression: {exc}")
-        if k.default is not None and not self.in_domain(name, k.default):
-            self.fail((*p, "default"), f"{k.default!r} is outside the knob's domain")
-
     def cover(self, path: KeyPath, name: str, k: Knob, mapping: dict[str, Any]) -> None:
         dom = [value_key(v) for v in (k.choices or [])] if k.type == "categorical" else [
             "false", "true"]
