@@ -65,12 +65,14 @@ class Display:
 def print_front(console: Any, study: Any, *, simulated: bool) -> None:
     from rich.table import Table
 
-    from tuner.study import ROLE
+    from tuner.study import Role
     from tuner.study import baseline_trial
     from tuner.study import feasible_front
+    from tuner.study import summarize
 
-    front = sorted(feasible_front(study), key=lambda t: t.values[0])
-    base = baseline_trial(study)
+    front = [summarize(t) for t in sorted(feasible_front(study), key=lambda t: t.values[0])]
+    base_trial = baseline_trial(study)
+    base = summarize(base_trial) if base_trial is not None else None
     title = "Pareto front (feasible trials; TPOT vs GSM8K accuracy)"
     if simulated:
         title += " - simulated machine time"
@@ -78,17 +80,18 @@ def print_front(console: Any, study: Any, *, simulated: bool) -> None:
     for col in ("trial", "TPOT ms [95% CI]", "tok/s", "accuracy", "accept len", "speed-up",
                 "differs from the baseline"):
         table.add_column(col)
-    base_cfg = base.user_attrs.get("config", {}) if base is not None else {}
+    base_cfg = base.config if base is not None else {}
     for t in front:
-        a = t.user_attrs
-        ci = a.get("tpot_ci95")
-        diff = {k: v for k, v in (a.get("config") or {}).items() if base_cfg.get(k) != v}
+        assert t.values is not None
+        ci = t.tpot_ci95
+        diff = {k: v for k, v in t.config.items() if base_cfg.get(k) != v}
         table.add_row(
-            f"#{t.number}" + (" (baseline)" if a.get(ROLE) == "baseline" else ""),
+            f"#{t.number}" + (" (baseline)" if t.role == Role.BASELINE else ""),
             f"{t.values[0]:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""),
-            f"{a.get('decode_tok_s', 0):.1f}",
-            f"{a['accuracy']:.1%}" if a.get("accuracy") is not None else "-",
-            f"{a['accept_length']:.2f}" if a.get("accept_length") else "-",
-            f"{base.values[0] / t.values[0]:.2f}x" if base is not None else "-",
+            f"{t.decode_tok_s or 0:.1f}",
+            f"{t.accuracy:.1%}" if t.accuracy is not None else "-",
+            f"{t.accept_length:.2f}" if t.accept_length else "-",
+            f"{base.values[0] / t.values[0]:.2f}x" if base is not None and base.values
+            else "-",
             " ".join(f"{k}={v}" for k, v in diff.items()) or "-")
     console.print(table)

@@ -26,6 +26,7 @@ def export(
     from tuner.export import pick_trial
     from tuner.export import write_profile
     from tuner.study import baseline_trial
+    from tuner.study import context_of
     from tuner.study import open_study
     from tuner.workloads.vocab import vocab_size
 
@@ -36,14 +37,15 @@ def export(
     baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
     import yaml
 
-    space_yaml = st.user_attrs.get("tuner:space_yaml")
+    context = context_of(st)
+    space_yaml = context.space_yaml
     data = yaml.safe_load(space_yaml) if space_yaml else {}
     engine = make_engine(result.engine)         # the adapter the trial was planned by
     command = engine.entry_point(result.plan.argv)   # what was measured, not the default
     floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
     folder = out or Path("trials") / f"{study}-profile"
     model = data.get("model") or {}
-    model_path = st.user_attrs.get("tuner:model") or model.get("path", "")
+    model_path = context.model or model.get("path", "")
     try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it
         vocab = vocab_size(model_path, model.get("vocab_size"))
     except UserError:

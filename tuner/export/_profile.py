@@ -23,8 +23,9 @@ import yaml
 from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
-from tuner.study import ROLE
+from tuner.study import Role
 from tuner.study import feasible_front
+from tuner.study import summarize
 from tuner.trial import TrialResult
 
 
@@ -37,11 +38,13 @@ def pick_trial(study: Any, pick: str) -> Any:
             trial = study.trials[number]
         except (ValueError, IndexError):
             raise UserError(f"--pick {pick}: no such trial") from None
-        if trial.user_attrs.get(ROLE) == "duplicate":
-            trial = study.trials[int(trial.user_attrs["duplicate_of"])]
-        if not trial.values or trial.user_attrs.get(ROLE) == "failure_twin":
+        summary = summarize(trial)
+        if summary.role == Role.DUPLICATE and summary.duplicate_of is not None:
+            trial = study.trials[summary.duplicate_of]
+            summary = summarize(trial)
+        if not summary.values or summary.role == Role.FAILURE_TWIN:
             raise UserError(f"--pick {pick}: trial #{trial.number} has no measurement "
-                            f"({trial.state.name}, {trial.user_attrs.get('reason', '')})")
+                            f"({summary.state}, {summary.reason or ''})")
         return trial
     front = feasible_front(study)
     if not front:

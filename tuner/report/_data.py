@@ -14,8 +14,11 @@ from typing import Any
 import pandas as pd
 
 from tuner.space import value_key
-from tuner.study import ROLE
+from tuner.study import Role
+from tuner.study import TrialSummary
+from tuner.study import context_of
 from tuner.study import feasible_front
+from tuner.study import summaries
 
 
 @dataclass
@@ -71,55 +74,47 @@ class StudyData:
         return pd.DataFrame(rows)
 
 
-def _kind(t: Any) -> str:
-    from optuna.trial import TrialState
-
-    if t.state != TrialState.COMPLETE or not t.values:
+def _kind(t: TrialSummary) -> str:
+    if t.state != "COMPLETE" or not t.values:
         return "failed"
-    return "feasible" if all(v <= 0 for v in t.constraints.values()) else "gated"
+    return "feasible" if t.feasible else "gated"
 
 
 def collect(study: Any) -> StudyData:
-    from optuna.trial import TrialState
-
-    trials = study.get_trials(deepcopy=False)
     knobs: list[str] = []
     rows = []
     baseline = None
-    for t in trials:
-        a = t.user_attrs
-        role = a.get(ROLE)
-        if role in ("failure_twin", "duplicate") or a.get("recovered"):
+    for t in summaries(study):
+        if t.role in (Role.FAILURE_TWIN, Role.DUPLICATE) or t.recovered:
             continue
-        if t.state not in (TrialState.COMPLETE, TrialState.FAIL):
+        if t.state not in ("COMPLETE", "FAIL"):
             continue
-        cfg = a.get("config") or dict(t.params)
-        for k in cfg:
+        for k in t.config:
             if k not in knobs:
                 knobs.append(k)
-        ci = a.get("tpot_ci95") or [None, None]
-        aci = a.get("accuracy_ci95") or [None, None]
+        ci: list[Any] = list(t.tpot_ci95) if t.tpot_ci95 else [None, None]
+        aci: list[Any] = list(t.accuracy_ci95) if t.accuracy_ci95 else [None, None]
         row = {
-            "number": t.number, "role": role or "trial", "kind": _kind(t),
-            "tpot_ms": a.get("tpot_ms"), "tpot_lo": ci[0], "tpot_hi": ci[1],
-            "decode_tok_s": a.get("decode_tok_s"), "accuracy": a.get("accuracy"),
-            "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": a.get("accept_length"),
-            "ttft_s": a.get("ttft_s"), "speedup": a.get("speedup"),
-            "reason": a.get("reason"), "message": a.get("message"),
-            "gate": ", ".join(a.get("gate") or []), "config": cfg,
-            "config_hash": a.get("config_hash"),
-            **{f"knob.{k}": value_key(v) for k, v in cfg.items()},
+            "number": t.number, "role": t.role.value, "kind": _kind(t),
+            "tpot_ms": t.tpot_ms, "tpot_lo": ci[0], "tpot_hi": ci[1],
+            "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
+            "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
+            "ttft_s": t.ttft_s, "speedup": t.speedup,
+            "reason": t.reason, "message": t.message,
+            "gate": ", ".join(t.gate), "config": t.config,
+            "config_hash": t.config_hash,
+            **{f"knob.{k}": value_key(v) for k, v in t.config.items()},
         }
         rows.append(row)
-        if role == "baseline" and row["kind"] != "failed":
+        if t.role == Role.BASELINE and row["kind"] != "failed":
             baseline = row
     df = pd.DataFrame(rows)
     if df.empty:
         df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
                                    "message", "config"])
-    simulated = bool(study.user_attrs.get("tuner:engine", "").startswith("sim"))
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
-                     simulated=simulated, with_accuracy=len(study.directions) > 1,
+                     simulated=context_of(study).simulated,
+                     with_accuracy=len(study.directions) > 1,
                      front_numbers=frozenset(t.number for t in feasible_front(study)))
 
 

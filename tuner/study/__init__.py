@@ -3,6 +3,8 @@ feasible front. Every read and write of the study goes through here."""
 
 from tuner.study._bridge import distribution
 from tuner.study._bridge import suggest
+from tuner.study._facade import Proposal
+from tuner.study._facade import SweepStudy
 from tuner.study._front import feasible_best
 from tuner.study._front import feasible_front
 from tuner.study._lock import DriverLock
@@ -19,9 +21,39 @@ from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
+from tuner.study._summary import Role
+from tuner.study._summary import StudyContext
+from tuner.study._summary import TrialSummary
+from tuner.study._summary import context_of
+from tuner.study._summary import summaries
+from tuner.study._summary import summarize
 
 
-__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "LockHeld",
-           "StudyLocation", "add_failure_twin", "baseline_trial", "distribution",
-           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study",
-           "suggest", "tell_result", "write_legacy_constraints"]
+__all__ = [
+           "CONSTRAINT_KEYS",
+           "OBJECTIVES",
+           "ROLE",
+           "SAMPLERS",
+           "DriverLock",
+           "LockHeld",
+           "Proposal",
+           "Role",
+           "StudyContext",
+           "StudyLocation",
+           "SweepStudy",
+           "TrialSummary",
+           "add_failure_twin",
+           "baseline_trial",
+           "context_of",
+           "distribution",
+           "feasible_best",
+           "feasible_front",
+           "locate",
+           "make_sampler",
+           "open_study",
+           "suggest",
+           "summaries",
+           "summarize",
+           "tell_result",
+           "write_legacy_constraints",
+]

@@ -1,0 +1,248 @@
+"""The study of one sweep: every read and write the driver needs, in one place.
+
+The driver schedules; this class owns the Optuna study. Per trial the driver calls it twice:
+:meth:`SweepStudy.propose` (ask, suggest, canonicalise through the engine's callback,
+deduplicate: a repeat of a measured configuration is answered from the earlier result at
+once) and :meth:`SweepStudy.record` (values, constraints, attributes, artifacts, the failure
+twin of a FAIL, and the copies for repeats that waited on this trial).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner.errors import UserError
+from tuner.space import Config
+from tuner.space import SearchSpace
+from tuner.study._bridge import suggest
+from tuner.study._front import feasible_best
+from tuner.study._lock import DriverLock
+from tuner.study._record import CONSTRAINT_KEYS
+from tuner.study._record import ROLE
+from tuner.study._record import add_failure_twin
+from tuner.study._record import tell_result
+from tuner.study._record import write_legacy_constraints
+from tuner.study._samplers import make_sampler
+from tuner.study._storage import OBJECTIVES
+from tuner.study._storage import StudyLocation
+from tuner.study._summary import CONTEXT_KEYS
+from tuner.study._summary import Role
+from tuner.study._summary import StudyContext
+from tuner.study._summary import TrialSummary
+from tuner.study._summary import summarize
+from tuner.trial import TrialResult
+
+
+#: (repaired values, why or None) -> the canonical configuration; raises UserError when
+#: the engine refuses it.
+Canonicalize = Callable[[dict[str, Any]], tuple[Config, str | None]]
+#: (space, incumbent config, measured hashes, rng) -> a neighbour to try, or None
+Neighbour = Callable[[SearchSpace, dict[str, Any], set[str], random.Random], Any]
+
+
+@dataclass
+class Proposal:
+    """The outcome of :meth:`SweepStudy.propose`. ``kind``: ``run`` (launch ``config``),
+    ``repeat`` (answered from ``earlier``), ``wait`` (the same configuration is in flight:
+    call :meth:`SweepStudy.record` of that trial) or ``invalid`` (the engine refused it)."""
+
+    number: int
+    role: Role
+    kind: str
+    config: Config | None = None
+    config_hash: str | None = None
+    earlier: TrialSummary | None = None
+    message: str | None = None
+    trial: Any = field(default=None, repr=False)
+
+
+class SweepStudy:
+    """Create or resume the study ``name`` at ``location`` for ``space``."""
+
+    def __init__(self, location: StudyLocation, name: str, space: SearchSpace, *,
+                 context: StudyContext, with_accuracy: bool, sampler: str,
+                 seed: int | None) -> None:
+        import warnings
+
+        import optuna
+        from optuna.artifacts import FileSystemArtifactStore
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        self.space, self.with_accuracy = space, with_accuracy
+        location.artifacts.mkdir(parents=True, exist_ok=True)
+        self.store = FileSystemArtifactStore(str(location.artifacts))
+        directions: list[Any] = (["minimize", "maximize"] if with_accuracy else ["minimize"])
+        self.study = optuna.create_study(
+            study_name=name, storage=location.storage(), directions=directions,
+            load_if_exists=True, sampler=make_sampler(sampler, seed, space))
+        if list(self.study.directions) != [getattr(optuna.study.StudyDirection, d.upper())
+                                           for d in directions]:
+            raise UserError(f"study {name!r} exists with other objectives; use another "
+                            "--study name")
+        self.study.set_metric_names(list(OBJECTIVES[: len(directions)]))
+        for key, attr in CONTEXT_KEYS.items():
+            value = getattr(context, key)
+            if value is not None and self.study.user_attrs.get(attr) != value:
+                self.study.set_user_attr(attr, value)
+        self.lock = DriverLock(self.study)
+        self.rng = random.Random(seed)
+        self._inflight: dict[str, int] = {}          # config hash -> trial number running
+        self._waiting: dict[str, list[Any]] = {}     # config hash -> repeats waiting on it
+
+    # -- reads ------------------------------------------------------------------------------
+    def trials(self) -> list[TrialSummary]:
+        return [summarize(t) for t in self.study.get_trials(deepcopy=False)]
+
+    def measured(self) -> dict[str, TrialSummary]:
+        """config hash -> the finished trial that measured it."""
+        out: dict[str, TrialSummary] = {}
+        for t in self.trials():
+            if t.measured and t.config_hash and t.config_hash not in out:
+                out[t.config_hash] = t
+        return out
+
+    def counted(self) -> int:
+        """Measured configurations: what the ``--trials`` budget counts."""
+        return sum(1 for t in self.trials() if t.measured)
+
+    def baseline(self) -> TrialSummary | None:
+        """The measured baseline (COMPLETE), or None."""
+        return next((t for t in self.trials() if t.role == Role.BASELINE
+                     and t.state == "COMPLETE"), None)
+
+    def failed_baseline(self) -> TrialSummary | None:
+        """The baseline's last run when it failed and none is pending, else None."""
+        runs = [t for t in self.trials() if t.role == Role.BASELINE and not t.recovered]
+        if any(t.state in ("WAITING", "RUNNING") for t in runs):
+            return None
+        failed = [t for t in runs if t.state == "FAIL"]
+        return failed[-1] if failed else None
+
+    def best(self) -> TrialSummary | None:
+        best = feasible_best(self.study)
+        return summarize(best) if best is not None else None
+
+    # -- start of a sweep -------------------------------------------------------------------
+    def recover(self) -> list[int]:
+        """Fail what a dead driver left RUNNING and queue those configurations again."""
+        from optuna.trial import TrialState
+
+        failed = []
+        storage = self.study._storage
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            storage.set_trial_user_attr(t._trial_id, "recovered", True)
+            storage.set_trial_user_attr(t._trial_id, "reason", "cancelled")
+            storage.set_trial_user_attr(t._trial_id, "message", "the driver running it died; "
+                                        "its configuration was queued again")
+            self.study.tell(t.number, state=TrialState.FAIL)
+            attrs = {ROLE: t.user_attrs.get(ROLE, Role.TRIAL.value), "retry_of": t.number}
+            self.study.enqueue_trial(t.params, user_attrs=attrs)
+            failed.append(t.number)
+        return failed
+
+    def enqueue_baseline(self) -> None:
+        if not any(t.role == Role.BASELINE and t.state in ("COMPLETE", "WAITING", "RUNNING")
+                   for t in self.trials()):
+            self.study.enqueue_trial(self.space.complete({}),
+                                     user_attrs={ROLE: Role.BASELINE.value})
+
+    # -- one trial: propose, then record ----------------------------------------------------
+    def propose(self, canonicalize: Canonicalize, *, neighbour: Neighbour | None = None
+                ) -> Proposal:
+        """The next configuration (an enqueued one first; ``neighbour`` may enqueue one)."""
+        if neighbour is not None:
+            self._enqueue_neighbour(neighbour)
+        trial = self.study.ask()
+        role = Role(trial.user_attrs.get(ROLE, Role.TRIAL.value))
+        values = suggest(self.space, trial)
+        try:
+            config, repaired = canonicalize(values)
+        except UserError as exc:
+            from optuna.trial import TrialState
+
+            trial.set_user_attr("reason", "launch_error")
+            trial.set_user_attr("message", str(exc))
+            self.study.tell(trial, state=TrialState.FAIL)
+            return Proposal(trial.number, role, "invalid", message=str(exc))
+        if repaired:
+            trial.set_user_attr("repaired", repaired)
+        h = config.hash()
+        trial.set_user_attr("config_hash", h)
+        earlier = self.measured().get(h)
+        if earlier is not None and role != Role.BASELINE:
+            self._copy(trial, earlier.number)
+            return Proposal(trial.number, role, "repeat", config, h, earlier)
+        if h in self._inflight:
+            self._waiting.setdefault(h, []).append(trial)
+            return Proposal(trial.number, Role.DUPLICATE, "wait", config, h, trial=trial)
+        self._inflight[h] = trial.number
+        return Proposal(trial.number, role, "run", config, h, trial=trial)
+
+    def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
+               ) -> str:
+        """Tell ``proposal``'s result (state ``COMPLETE`` or ``FAIL``); a FAIL gets its failure
+        twin, ``requeue`` queues the configuration once more (a lost worker); repeats that
+        waited on it are answered."""
+        base = self.baseline()
+        base_tpot = base.tpot_ms if base is not None else None
+        state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
+                            baseline_tpot=base_tpot, role=proposal.role.value, store=self.store)
+        if state == "FAIL":
+            add_failure_twin(self.study, self.study.trials[proposal.number],
+                             with_accuracy=self.with_accuracy,
+                             pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
+        if requeue:
+            self.study.enqueue_trial(proposal.trial.params, user_attrs={
+                ROLE: proposal.role.value, "retry_of": proposal.number})
+        h = proposal.config_hash or ""
+        self._inflight.pop(h, None)
+        for dup in self._waiting.pop(h, []):
+            self._copy(dup, proposal.number)
+        return state
+
+    def cancel_waiting(self, reason: str) -> None:
+        """FAIL every repeat still waiting on a trial that will not finish (Ctrl-C)."""
+        from optuna.trial import TrialState
+
+        for trials in self._waiting.values():
+            for trial in trials:
+                trial.set_user_attr("reason", reason)
+                self.study.tell(trial, state=TrialState.FAIL)
+        self._waiting.clear()
+
+    def waiting_on(self, config_hash: str) -> int:
+        return len(self._waiting.get(config_hash, []))
+
+    # -- inside -----------------------------------------------------------------------------
+    def _copy(self, trial: Any, earlier_number: int) -> None:
+        """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""
+        from optuna.trial import TrialState
+
+        earlier = self.study.trials[earlier_number]
+        trial.set_user_attr(ROLE, Role.DUPLICATE.value)
+        trial.set_user_attr("duplicate_of", earlier.number)
+        for k, v in earlier.user_attrs.items():
+            if k not in (ROLE, "retry_of"):
+                trial.set_user_attr(k, v)
+        if earlier.state == TrialState.COMPLETE:
+            values = [float(earlier.constraints.get(k, 0.0)) for k in CONSTRAINT_KEYS]
+            for k, v in zip(CONSTRAINT_KEYS, values, strict=True):
+                trial.set_constraint(k, v)
+            write_legacy_constraints(self.study, trial._trial_id, values)
+            self.study.tell(trial, list(earlier.values))
+        else:
+            self.study.tell(trial, state=TrialState.FAIL)
+
+    def _enqueue_neighbour(self, neighbour: Neighbour) -> None:
+        best = self.best()
+        if best is None or any(t.state == "WAITING" for t in self.trials()):
+            return
+        cand = neighbour(self.space, best.config, set(self.measured()), self.rng)
+        if cand is not None:
+            self.study.enqueue_trial(cand, user_attrs={ROLE: Role.TRIAL.value,
+                                                       "proposed_by": "neighbour"})

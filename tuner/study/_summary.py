@@ -1,0 +1,120 @@
+"""A typed view of one trial's record, and the roles a trial plays in a sweep.
+
+Everything outside :mod:`tuner.study` reads trials through :class:`TrialSummary`; the
+attribute names below are the study's storage format and appear nowhere else.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner.study._record import ROLE
+
+
+class Role(enum.StrEnum):
+    """Why a trial is in the study."""
+
+    BASELINE = "baseline"          # trial 0: the space's baseline, measured alone first
+    TRIAL = "trial"                # a configuration the search proposed and measured
+    DUPLICATE = "duplicate"        # a repeat of a measured configuration: its result copied
+    FAILURE_TWIN = "failure_twin"  # a COMPLETE, infeasible stand-in of a FAIL trial
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """One trial as the tool recorded it. ``values`` is None unless COMPLETE."""
+
+    number: int
+    state: str                                   # COMPLETE, FAIL, RUNNING, WAITING, ...
+    role: Role
+    params: dict[str, Any] = field(default_factory=dict)
+    values: list[float] | None = None
+    feasible: bool = False                       # COMPLETE with every constraint <= 0
+    config: dict[str, Any] = field(default_factory=dict)
+    config_hash: str | None = None
+    tpot_ms: float | None = None
+    tpot_ci95: list[float] | None = None
+    decode_tok_s: float | None = None
+    accuracy: float | None = None
+    accuracy_ci95: list[float] | None = None
+    accept_length: float | None = None
+    ttft_s: float | None = None
+    speedup: float | None = None
+    per_question: dict[str, bool] | None = None
+    reason: str | None = None
+    message: str | None = None
+    gate: list[str] = field(default_factory=list)
+    gate_detail: str | None = None
+    recovered: bool = False                      # left RUNNING by a dead driver, re-queued
+    duplicate_of: int | None = None
+    retry_of: int | None = None
+    twin_of: int | None = None
+    repaired: str | None = None
+    proposed_by: str | None = None
+    datetime_start: Any = None
+    datetime_complete: Any = None
+
+    @property
+    def measured(self) -> bool:
+        """A configuration that was really run (not a copy, a stand-in or a dead run)."""
+        return (self.role in (Role.BASELINE, Role.TRIAL) and not self.recovered
+                and self.state in ("COMPLETE", "FAIL"))
+
+
+def summarize(trial: Any) -> TrialSummary:
+    """The :class:`TrialSummary` of an Optuna ``FrozenTrial``."""
+    a = trial.user_attrs
+    state = trial.state.name
+    complete = state == "COMPLETE"
+    role = a.get(ROLE, "trial")
+    return TrialSummary(
+        number=trial.number, state=state,
+        role=Role(role) if role in Role._value2member_map_ else Role.TRIAL,
+        params=dict(trial.params), values=list(trial.values) if complete else None,
+        feasible=complete and all(v <= 0 for v in trial.constraints.values()),
+        config=a.get("config") or dict(trial.params), config_hash=a.get("config_hash"),
+        tpot_ms=a.get("tpot_ms"), tpot_ci95=a.get("tpot_ci95"),
+        decode_tok_s=a.get("decode_tok_s"), accuracy=a.get("accuracy"),
+        accuracy_ci95=a.get("accuracy_ci95"), accept_length=a.get("accept_length"),
+        ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
+        reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
+        gate_detail=a.get("gate_detail"), recovered=bool(a.get("recovered")),
+        duplicate_of=a.get("duplicate_of"), retry_of=a.get("retry_of"),
+        twin_of=a.get("twin_of"), repaired=a.get("repaired"),
+        proposed_by=a.get("proposed_by"), datetime_start=trial.datetime_start,
+        datetime_complete=trial.datetime_complete)
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What the sweep stored about itself: the space, model, engine and workload."""
+
+    space_name: str | None = None
+    machine: str | None = None
+    engine: str | None = None
+    model: str | None = None
+    workload: dict[str, Any] = field(default_factory=dict)
+    space_yaml: str | None = None
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.engine and self.engine.startswith("sim"))
+
+
+CONTEXT_KEYS = {"space_name": "tuner:space_name", "machine": "tuner:machine",
+                "engine": "tuner:engine", "model": "tuner:model",
+                "workload": "tuner:workload", "space_yaml": "tuner:space_yaml"}
+
+
+def context_of(study: Any) -> StudyContext:
+    attrs = study.user_attrs
+    return StudyContext(**{k: attrs.get(key) for k, key in CONTEXT_KEYS.items()
+                           if attrs.get(key) is not None})
+
+
+def summaries(study: Any) -> list[TrialSummary]:
+    """Every trial of ``study``, in number order."""
+    return [summarize(t) for t in study.get_trials(deepcopy=False)]
