@@ -143,7 +143,7 @@ def _verify(profile: Path, url: str, log: Path | None, probe: int = 6
 @pytest.mark.slow
 @pytest.mark.parametrize(("variant", "edit", "failing"), [
     ("fork", None, None),
-    ("fork", {"moe-runner-backend": "marlin"}, "/server_info moe_runner_backend"),
+    ("fork", {"moe-runner-backend": "marlin"}, "server_info moe_runner_backend"),
     ("fork-unshared", None, "accept length (verify workload)"),
 ])
 def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str,

@@ -145,7 +145,7 @@ def test_stock_with_fp8_lm_head_is_never_silently_confirmed(tmp_path: Path) -> N
      "moe_runner_backend='flashinfer_mxfp4', expected 'humming'"),
     # a fixed flag silently dropped: the default shows, the trial stops before measuring
     ({"kind": "ignore_flag", "arg": "--attention-backend"}, "effect_mismatch",
-     "(fixed) --attention-backend=flashinfer: /server_info attention_backend="),
+     "(fixed) --attention-backend=flashinfer: server_info attention_backend="),
 ])
 def test_faults_end_with_the_right_reason_and_nothing_left(tmp_path: Path, fault: dict,
                                                            reason: str, text: str) -> None:

@@ -25,6 +25,8 @@ def export(
     from tuner.export import load_result
     from tuner.export import pick_trial
     from tuner.export import write_profile
+    from tuner.space import Gate
+    from tuner.space import parse_space
     from tuner.study import baseline_trial
     from tuner.study import context_of
     from tuner.study import open_study
@@ -35,19 +37,18 @@ def export(
     result = load_result(st, trial, loc.artifacts)
     base_trial = baseline_trial(st)
     baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
-    import yaml
-
     context = context_of(st)
-    space_yaml = context.space_yaml
-    data = yaml.safe_load(space_yaml) if space_yaml else {}
+    space = parse_space(context.space_yaml, file=f"the stored space of {study}") if (
+        context.space_yaml) else None               # typed, as the sweep validated it
     engine = make_engine(result.engine)         # the adapter the trial was planned by
     command = engine.entry_point(result.plan.argv)   # what was measured, not the default
-    floor = float((data.get("gate") or {}).get("accept_length_floor", 1.2))
+    gate = space.spec.gate if space is not None else Gate()
+    floor = gate.accept_length_floor
     folder = out or Path("trials") / f"{study}-profile"
-    model = data.get("model") or {}
-    model_path = context.model or model.get("path", "")
+    model_path = context.model or (space.spec.model.path if space is not None else "")
+    declared = space.spec.model.vocab_size if space is not None else None
     try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it
-        vocab = vocab_size(model_path, model.get("vocab_size"))
+        vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
     files = write_profile(folder, engine, command, model_path,

@@ -59,7 +59,7 @@ def plan(
     out.print("  " + shlex.join(lp.argv))
     out.print("[bold]evidence expected[/bold]")
     for ev in lp.evidence:
-        parts = [f"/server_info {f}={v!r}" for f, v in ev.server_info.items()]
+        parts = [f"server_info {f}={v!r}" for f, v in ev.server_info.items()]
         parts += [f"log /{p}/" for p in ev.log] + [f"no log /{p}/" for p in ev.log_absent]
         if ev.none:
             parts.append(f"unobservable: {ev.none}")

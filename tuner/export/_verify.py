@@ -107,14 +107,14 @@ def _setting_checks(expect: dict[str, Any], info: dict[str, Any]) -> list[Check]
     for field, want in (expect.get("server_info") or {}).items():
         got = lookup(info, field)
         if got is MISSING:
-            checks.append(Check(f"/server_info {field}", False, repr(want), "no such field"))
+            checks.append(Check(f"server_info {field}", False, repr(want), "no such field"))
         else:
-            checks.append(Check(f"/server_info {field}", same_value(want, got), repr(want),
+            checks.append(Check(f"server_info {field}", same_value(want, got), repr(want),
                                 repr(got)))
     for field, want in (expect.get("server_info_if_present") or {}).items():
         got = lookup(info, field)
         if got is not MISSING:      # fixed flags: checked where the server shows them
-            checks.append(Check(f"/server_info {field} (fixed)", same_value(want, got),
+            checks.append(Check(f"server_info {field} (fixed)", same_value(want, got),
                                 repr(want), repr(got)))
     return checks
 

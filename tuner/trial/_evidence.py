@@ -63,19 +63,19 @@ def check_knob(ev: KnobEvidence, server_info: dict[str, Any], log_text: str) -> 
     for field, expected in ev.server_info.items():
         actual = lookup(server_info, field)
         if actual is MISSING:
-            problems.append(f"/server_info has no field {field!r}")
+            problems.append(f"server_info has no field {field!r}")
         elif same_value(expected, actual):
-            seen.append(f"/server_info {field}={actual!r}")
+            seen.append(f"server_info {field}={actual!r}")
         else:
-            problems.append(f"/server_info {field}={actual!r}, expected {expected!r}")
+            problems.append(f"server_info {field}={actual!r}, expected {expected!r}")
     for field, expected in ev.server_info_if_present.items():
         actual = lookup(server_info, field)
         if actual is MISSING:
             continue
         if same_value(expected, actual):
-            seen.append(f"/server_info {field}={actual!r}")
+            seen.append(f"server_info {field}={actual!r}")
         else:
-            problems.append(f"/server_info {field}={actual!r}, expected {expected!r}")
+            problems.append(f"server_info {field}={actual!r}, expected {expected!r}")
     for pattern in ev.log:
         m = re.search(pattern, log_text, re.M)
         if m:
