@@ -131,3 +131,65 @@ def test_no_launch_asks_for_a_draft_tree_sglang_cannot_build_with_model_backed_r
     for t in repaired:
         assert t.params["spec_draft_tokens"] > 5 and "-> 5" in t.user_attrs["repaired"]
     assert not [t for t in study.get_trials() if t.user_attrs.get("reason") == "launch_error"]
+
+
+def test_a_refused_second_driver_writes_nothing_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    from tuner.study import DriverLock
+    from tuner.study import LockHeld
+    from tuner.study import context_of
+
+    first = run(tmp_path, ModelRunner(seed=7), trials=2)
+    before = context_of(first)
+    held = DriverLock(first)
+    held.acquire()                       # another live driver (this process, another token)
+    data = yaml.safe_load(SPARK.read_text())
+    data["model"]["path"] = "someone/else-entirely"
+    other = parse_space(yaml.safe_dump(data))
+    with pytest.raises(LockHeld, match="being run by"):
+        run(tmp_path, ModelRunner(seed=8), trials=4, space=other)
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 's.db'}")
+    assert context_of(study) == before                  # model, space and workload kept
+    assert len(study.trials) == len(first.trials)       # and no trial was added
+    held.release()
+
+
+class InterruptingRunner(ModelRunner):
+    """Ctrl-C arrives while trial ``at`` (a submission count) is in flight: forced, not
+    timed."""
+
+    def __init__(self, at: int, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.at, self.submitted = at, 0
+
+    def submit(self, job) -> None:  # type: ignore[no-untyped-def]
+        super().submit(job)
+        self.submitted += 1
+        self.interrupted_key = job.key
+
+    def poll(self, timeout: float):  # type: ignore[no-untyped-def]
+        if self.submitted == self.at:
+            raise KeyboardInterrupt
+        return super().poll(timeout)
+
+
+def test_ctrl_c_then_resume_reruns_the_interrupted_configuration_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    runner = InterruptingRunner(at=3, seed=9)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, runner, trials=6)
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 's.db'}")
+    cut = study.trials[runner.interrupted_key]
+    assert cut.state == optuna.trial.TrialState.FAIL and cut.user_attrs["recovered"]
+    assert not [t for t in study.trials if t.user_attrs.get("twin_of") == cut.number]
+    waiting = [t for t in study.trials if t.state == optuna.trial.TrialState.WAITING]
+    assert [t.user_attrs.get("retry_of") for t in waiting] == [cut.number]
+    again = ModelRunner(seed=10)
+    resumed = run(tmp_path, again, trials=6)
+    retry = next(t for t in resumed.trials if t.user_attrs.get("retry_of") == cut.number)
+    assert retry.state.is_finished() and retry.params == cut.params
+    counted = [t for t in resumed.trials if t.user_attrs.get(ROLE) in ("baseline", "trial")
+               and t.state.is_finished() and not t.user_attrs.get("recovered")]
+    assert len(counted) == 6                  # the interrupted run did not use the budget
+    assert not [t for t in resumed.trials if t.user_attrs.get("reason") == "cancelled"
+                and not t.user_attrs.get("recovered")]

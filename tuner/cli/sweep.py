@@ -130,8 +130,8 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
         with display:
             study_obj = driver.run()
     except KeyboardInterrupt:
-        out.print("[yellow]interrupted[/]: in-flight trials were cancelled and recorded; run "
-                  "the same command to resume")
+        out.print("[yellow]interrupted[/]: in-flight trials were stopped and queued again; "
+                  "run the same command to resume")
         raise typer.Exit(130) from None
     print_front(out, study_obj, simulated=choice.simulated)
     art = location.artifacts

@@ -84,11 +84,7 @@ class SweepStudy:
                                            for d in directions]:
             raise UserError(f"study {name!r} exists with other objectives; use another "
                             "--study name")
-        self.study.set_metric_names(list(OBJECTIVES[: len(directions)]))
-        for key, attr in CONTEXT_KEYS.items():
-            value = getattr(context, key)
-            if value is not None and self.study.user_attrs.get(attr) != value:
-                self.study.set_user_attr(attr, value)
+        self.context, self.n_objectives = context, len(directions)
         self.lock = DriverLock(self.study)
         self.rng = random.Random(seed)
         self._inflight: dict[str, int] = {}          # config hash -> trial number running
@@ -128,6 +124,17 @@ class SweepStudy:
         return summarize(best) if best is not None else None
 
     # -- start of a sweep -------------------------------------------------------------------
+    def claim(self, *, break_lock: bool = False) -> None:
+        """Take the driver lock, then store what this sweep is (space, model, engine,
+        workload). Nothing is written before the lock is held: a driver refused because
+        another one runs leaves the study as it was."""
+        self.lock.acquire(break_lock=break_lock)
+        self.study.set_metric_names(list(OBJECTIVES[: self.n_objectives]))
+        for key, attr in CONTEXT_KEYS.items():
+            value = getattr(self.context, key)
+            if value is not None and self.study.user_attrs.get(attr) != value:
+                self.study.set_user_attr(attr, value)
+
     def recover(self) -> list[int]:
         """Fail what a dead driver left RUNNING and queue those configurations again."""
         from optuna.trial import TrialState
@@ -204,6 +211,22 @@ class SweepStudy:
         for dup in self._waiting.pop(h, []):
             self._copy(dup, proposal.number)
         return state
+
+    def abandon(self, proposal: Proposal, why: str) -> None:
+        """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
+        a failure nor counted; FAIL it as ``recovered`` and queue the configuration again,
+        as :meth:`recover` does for a dead driver's trials."""
+        from optuna.trial import TrialState
+
+        trial = proposal.trial
+        trial.set_user_attr(ROLE, proposal.role.value)
+        trial.set_user_attr("recovered", True)
+        trial.set_user_attr("reason", "cancelled")
+        trial.set_user_attr("message", f"{why}; its configuration was queued again")
+        self.study.tell(trial, state=TrialState.FAIL)
+        self.study.enqueue_trial(trial.params, user_attrs={ROLE: proposal.role.value,
+                                                           "retry_of": proposal.number})
+        self._inflight.pop(proposal.config_hash or "", None)
 
     def cancel_waiting(self, reason: str) -> None:
         """FAIL every repeat still waiting on a trial that will not finish (Ctrl-C)."""

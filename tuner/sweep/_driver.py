@@ -110,7 +110,7 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Any:
-        self.lock.acquire(break_lock=self.s.break_lock)
+        self.sweep.claim(break_lock=self.s.break_lock)
         runner = None
         try:
             recovered = self.sweep.recover()
@@ -273,12 +273,13 @@ class Driver:
                                                 f"exceeded"))
 
     def _cancel_all(self, runner: TrialRunner, why: str) -> None:
+        """Ctrl-C: stop every trial in flight and queue it again (not a failure)."""
         for number in list(runner.inflight):
             runner.cancel(number)
-            if number in self.pending:
-                self._record(_cancelled(number, why))
-        for number in list(self.pending):
-            self._record(_cancelled(number, why))
+        for number, prop in list(self.pending.items()):
+            self.sweep.abandon(prop, why)
+            del self.pending[number]
+            self.started.pop(number, None)
         self.sweep.cancel_waiting("cancelled")
 
     def _refresh(self) -> None:
