@@ -93,3 +93,23 @@ def test_doctor_reports_the_version_of_a_real_sglang_install(tmp_path: Path) -> 
     assert data["command"] == ["sglang", "serve"]          # auto found the installed one
     assert data["found"] and data["version"] == "0.5.23", data
     assert data["help_error"]                               # no torch: --help fails, said so
+
+
+@pytest.mark.parametrize("bad", [["--time-scale", "0"], ["--noise", "-1"],
+                                 ["--startup-timeout", "-5"], ["--trial-timeout", "0"]])
+def test_bad_sweep_values_are_one_line_errors(bad: list[str], tmp_path: Path) -> None:
+    proc = run("sweep", str(SPARK), "--engine", "sim", "--storage", str(tmp_path / "s.db"),
+               *bad)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and bad[0] in proc.stderr
+    assert not (tmp_path / "s.db").exists()              # nothing written
+
+
+@pytest.mark.slow
+def test_ray_without_gpus_says_so_for_a_real_engine() -> None:
+    # A GPU-less Ray cluster asked for GPU trials: a clear error, not an AttributeError.
+    from tuner.errors import UserError
+    from tuner.sweep import RayRunner
+
+    with pytest.raises(UserError, match="no GPU"):
+        RayRunner(address=None, gpu=True, slots=None)

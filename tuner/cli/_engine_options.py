@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 # The simulator's options, declared once for every command that can launch it (Typer copies
 # a declaration before it uses one, so sharing them is safe).
-TIME_SCALE = typer.Option(100.0, help="simulator: machine seconds per wall second")
-NOISE = typer.Option(0.02, help="simulator: per-step timing jitter (sigma)")
+TIME_SCALE = typer.Option(100.0, min=0.001, max=100000.0,
+                          help="simulator: machine seconds per wall second")
+NOISE = typer.Option(0.02, min=0.0, max=1.0, help="simulator: per-step timing jitter (sigma)")
 SIM_FAULTS = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON")
 SIM_PROFILES = typer.Option(None, help="simulator: extra profile folder (a twin calibrated "
                             "by tuner probe)")

@@ -38,10 +38,12 @@ def sweep(
     noise: float = sim_options.NOISE,
     sim_faults: str = sim_options.SIM_FAULTS,
     sim_profiles: Path = sim_options.SIM_PROFILES,
-    trial_timeout: float = typer.Option(None, help="wall seconds before a trial is cancelled "
-                                        "(default 6 h; scaled down for the simulator)"),
-    startup_timeout: float = typer.Option(None, help="wall seconds a server may take to be "
-                                          "ready (default 1800; scaled for the simulator)"),
+    trial_timeout: float = typer.Option(None, min=1.0, help="wall seconds before a trial is "
+                                        "cancelled (default 6 h; scaled down for the "
+                                        "simulator)"),
+    startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
+                                          "to be ready (default 1800; scaled for the "
+                                          "simulator)"),
     break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
                                     "another host"),
     check_engine: bool = typer.Option(True, help="check the engine's flags and env vars "

@@ -27,8 +27,8 @@ def trial(
     seed: int = typer.Option(None, help="workload seed"),
     baseline: Path = typer.Option(None, help="a baseline TrialResult JSON: gate the accuracy "
                                   "drop against its per-question results"),
-    startup_timeout: float = typer.Option(None, help="seconds to wait for readiness (default "
-                                          "1800; scaled down for the simulator)"),
+    startup_timeout: float = typer.Option(None, min=1.0, help="seconds to wait for readiness "
+                                          "(default 1800; scaled down for the simulator)"),
     time_scale: float = sim_options.TIME_SCALE,
     noise: float = sim_options.NOISE,
     sim_faults: str = sim_options.SIM_FAULTS,

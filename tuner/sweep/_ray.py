@@ -30,6 +30,7 @@ class RayRunner(TrialRunner):
         import ray
 
         self._ray = ray
+        self._refs: dict[int, Any] = {}       # before anything can fail: close() reads it
         self._reaper: Any = None
         self.node_id: str | None = None
         self.started_local = address in (None, "", "local")
@@ -69,7 +70,6 @@ class RayRunner(TrialRunner):
             self.slots = slots or 1
             opts = {"num_cpus": 1}
         self._task = ray.remote(max_retries=0)(execute).options(**opts)
-        self._refs: dict[int, Any] = {}
 
     def _session_dir(self) -> str | None:
         try:
