@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 
@@ -113,3 +114,34 @@ def test_ray_without_gpus_says_so_for_a_real_engine() -> None:
 
     with pytest.raises(UserError, match="no GPU"):
         RayRunner(address=None, gpu=True, slots=None)
+
+
+def test_a_bad_sampler_leaves_no_study_behind(tmp_path: Path) -> None:
+    proc = run("sweep", str(SPARK), "--engine", "sim", "--storage", str(tmp_path / "s.db"),
+               "--sampler", "bogus", "--gsm8k", str(GSM8K_DIR))
+    assert proc.returncode == 2 and "--sampler 'bogus'" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gsm8k_as_one_file_is_refused(tmp_path: Path) -> None:
+    # One file would give the few-shot exemplars from the very split being scored.
+    proc = run("trial", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR / "test.jsonl"),
+               "--workdir", str(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "expected a folder holding test.jsonl and train.jsonl" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_study_name_cannot_write_outside_trials(tmp_path: Path) -> None:
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    proc = subprocess.run(tuner_argv(
+        "sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--questions", "2",
+        "--trials", "1", "--ray-address", "none", "--study", "../../escaped"),
+        capture_output=True, text=True, cwd=cwd, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+    assert sorted(p.name for p in cwd.iterdir()) == ["trials"]
+    assert (cwd / "trials" / "runs" / "..-..-escaped").is_dir()

@@ -30,6 +30,7 @@ def export(
     from tuner.study import baseline_trial
     from tuner.study import context_of
     from tuner.study import open_study
+    from tuner.study import slug
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
@@ -44,7 +45,7 @@ def export(
     command = engine.entry_point(result.plan.argv)   # what was measured, not the default
     gate = space.spec.gate if space is not None else Gate()
     floor = gate.accept_length_floor
-    folder = out or Path("trials") / f"{study}-profile"
+    folder = out or Path("trials") / f"{slug(study)}-profile"
     model_path = context.model or (space.spec.model.path if space is not None else "")
     declared = space.spec.model.vocab_size if space is not None else None
     try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it

@@ -66,6 +66,7 @@ def sweep(
     from tuner.cli._engine_options import engine_capabilities
     from tuner.errors import UserError
     from tuner.study import locate
+    from tuner.study import slug
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
@@ -87,7 +88,7 @@ def sweep(
                         "test.jsonl and train.jsonl) or --gsm8k online")
     caps = engine_capabilities(choice, space) if check_engine else None
     startup = startup_timeout or choice.default_startup_timeout()
-    opts = TrialOptions(workdir=workdir / name, workload=wl, gsm8k=gsm8k,
+    opts = TrialOptions(workdir=workdir / slug(name), workload=wl, gsm8k=gsm8k,
                         startup_timeout_s=startup, capabilities=caps, api_key=api_key)
     opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)

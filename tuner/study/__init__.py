@@ -21,6 +21,7 @@ from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
+from tuner.study._storage import slug
 from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
 from tuner.study._summary import TrialSummary
@@ -29,31 +30,8 @@ from tuner.study._summary import summaries
 from tuner.study._summary import summarize
 
 
-__all__ = [
-           "CONSTRAINT_KEYS",
-           "OBJECTIVES",
-           "ROLE",
-           "SAMPLERS",
-           "DriverLock",
-           "LockHeld",
-           "Proposal",
-           "Role",
-           "StudyContext",
-           "StudyLocation",
-           "SweepStudy",
-           "TrialSummary",
-           "add_failure_twin",
-           "baseline_trial",
-           "context_of",
-           "distribution",
-           "feasible_best",
-           "feasible_front",
-           "locate",
-           "make_sampler",
-           "open_study",
-           "suggest",
-           "summaries",
-           "summarize",
-           "tell_result",
-           "write_legacy_constraints",
-]
+__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "LockHeld",
+           "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy", "TrialSummary",
+           "add_failure_twin", "baseline_trial", "context_of", "distribution",
+           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study", "slug",
+           "suggest", "summaries", "summarize", "tell_result", "write_legacy_constraints"]

@@ -74,12 +74,13 @@ class SweepStudy:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.with_accuracy = space, with_accuracy
+        chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
         location.artifacts.mkdir(parents=True, exist_ok=True)
         self.store = FileSystemArtifactStore(str(location.artifacts))
         directions: list[Any] = (["minimize", "maximize"] if with_accuracy else ["minimize"])
         self.study = optuna.create_study(
             study_name=name, storage=location.storage(), directions=directions,
-            load_if_exists=True, sampler=make_sampler(sampler, seed, space))
+            load_if_exists=True, sampler=chosen)
         if list(self.study.directions) != [getattr(optuna.study.StudyDirection, d.upper())
                                            for d in directions]:
             raise UserError(f"study {name!r} exists with other objectives; use another "

@@ -86,7 +86,10 @@ def split_file(source: str | Path, split: str) -> Path:
     if str(source) == "online":
         return _fetch(split, Path("trials/.cache/gsm8k"))
     path = Path(source)
-    candidate = path / f"{split}.jsonl" if path.is_dir() else path
+    if path.is_file():      # one file cannot give both splits: the shots would be test items
+        raise UserError(f"--gsm8k {source}: expected a folder holding test.jsonl and "
+                        "train.jsonl (few-shot exemplars come from train), not a file")
+    candidate = path / f"{split}.jsonl"
     if not candidate.is_file():
         raise UserError(f"GSM8K {split} split not found at {candidate}; pass --gsm8k DIR "
                         f"(a folder with test.jsonl and train.jsonl) or --gsm8k online")
