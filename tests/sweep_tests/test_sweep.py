@@ -74,9 +74,16 @@ def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> Non
     assert leftovers(t0) == []
 
 
-def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path) -> None:
+#: Every server takes 4 s of wall time to start (1,200 machine s at time scale 300): a trial
+#: is reliably RUNNING when the test looks, so the kill lands mid-trial (forced, not raced).
+SLOW_START = json.dumps([{"kind": "slow_start", "seconds": 1200}])
+
+
+@pytest.mark.parametrize("runner", [[], ["--ray-address", "none"]], ids=["ray", "local"])
+def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
+                                                                  runner: list[str]) -> None:
     t0 = time.time()
-    argv = sweep_argv(tmp_path, trials=6)
+    argv = sweep_argv(tmp_path, *runner, "--sim-faults", SLOW_START, trials=6)
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     # kill while a non-baseline trial is running
@@ -96,7 +103,8 @@ def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path
     before = {t.number: (t.state, t.values) for t in load(tmp_path).get_trials()}
     interrupted = [n for n, (s, _) in before.items() if s == optuna.trial.TrialState.RUNNING]
     assert interrupted
-    time.sleep(4)                               # the reaper cleans the dead driver's Ray
+    time.sleep(5)                 # the reaper ends the dead driver's trials, servers and Ray
+    assert leftovers(t0) == []
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     study = load(tmp_path)

@@ -19,6 +19,7 @@ from typing import cast
 
 import psutil
 
+from tuner.sweep import _reaper
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
@@ -53,10 +54,16 @@ def _kill_job(pid: int | None, tag: str) -> None:
 
 
 class LocalRunner(TrialRunner):
-    def __init__(self, slots: int = 1) -> None:
+    """Trials in local processes (no Ray). A watcher started in its own session ends the
+    trial processes and their servers if the driver is killed (``_reaper``); the driver tags
+    servers with :attr:`node_id` for it."""
+
+    def __init__(self, slots: int = 1, *, reaper: bool = True) -> None:
         self.slots = slots
         self._ctx = mp.get_context("spawn")
         self._jobs: dict[int, tuple[Any, Connection, str]] = {}
+        self.node_id = f"local-{uuid.uuid4().hex}"
+        self._reaper = _reaper.start(self.node_id) if reaper else None
 
     @property
     def inflight(self) -> list[int]:
@@ -109,3 +116,7 @@ class LocalRunner(TrialRunner):
     def close(self) -> None:
         for key in list(self._jobs):
             self.cancel(key)
+        if self._reaper is not None:      # a clean exit: nothing left for it to do
+            self._reaper.kill()
+            self._reaper.wait(timeout=5)
+            self._reaper = None
