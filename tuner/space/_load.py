@@ -133,6 +133,10 @@ class _Checker:
                     self.fail((*p, "step"), "expected an integer step")
             if k.low > k.high:
                 self.fail((*p, "high"), f"empty domain: high {k.high:g} < low {k.low:g}")
+            step = k.step if k.step is not None else (1.0 if k.type == "int" else None)
+            if step is not None and (k.high - k.low) / step + 1 > MAX_VALUES:
+                self.fail((*p, "high"), f"more than {MAX_VALUES:,} values: narrow the range "
+                                        "or take a larger step")
 
     def knob_mapping(self, p: KeyPath, name: str, k: Knob) -> None:
         """Exactly one way to reach the engine: a flag, an env var, or per-value sends."""
@@ -318,13 +322,24 @@ def parse_space(text: str, file: str = "<space>", source: Path | None = None) ->
     return space
 
 
+#: Values one stepped knob may take (a sweep enumerates and samples them).
+MAX_VALUES = 100_000
+#: A space file is a few KB; anything this large is a mistake.
+MAX_BYTES = 1024 * 1024
+
+
 def load_space(path: str | Path) -> SearchSpace:
     """Load and validate the search-space file at ``path``."""
     p = Path(path)
     try:
+        if not p.exists():
+            raise SpaceError("no such file", file=str(p))
+        if not p.is_file():           # a FIFO or /dev/zero would block or never end
+            raise SpaceError("not a regular file", file=str(p))
+        if p.stat().st_size > MAX_BYTES:
+            raise SpaceError(f"larger than {MAX_BYTES // 1024} KiB: not a space file",
+                             file=str(p))
         text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpaceError("no such file", file=str(p)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:   # symlink loops, permissions, encodings
         raise SpaceError(f"cannot read: {exc.__class__.__name__}", file=str(p)) from None
     return parse_space(text, file=str(p), source=p)

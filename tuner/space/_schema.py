@@ -17,7 +17,7 @@ from pydantic import Field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class ModelMeta(_Strict):
@@ -108,9 +108,9 @@ class Knob(_Strict):
 class Gate(_Strict):
     """Feasibility rules applied to every measured trial."""
 
-    accept_length_floor: float = 1.2
-    max_accuracy_drop_pp: float = 1.0
-    mcnemar_alpha: float = 0.05
+    accept_length_floor: float = Field(default=1.2, ge=0.0, le=64.0)
+    max_accuracy_drop_pp: float = Field(default=1.0, ge=0.0, le=100.0)
+    mcnemar_alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
 
 
 class Workload(_Strict):
@@ -119,17 +119,17 @@ class Workload(_Strict):
     kind: Literal["gsm8k", "synthetic", "jsonl"] = "gsm8k"
     #: the prompts file of the ``jsonl`` kind (one ``{"prompt": ...}`` object a line)
     path: str | None = None
-    questions: int = 100
-    num_shots: int = 5
-    max_tokens: int = 2048
-    temperature: float = 0.6
-    top_p: float = 0.95
-    top_k: int = 29
+    questions: int = Field(default=100, ge=1, le=100_000)
+    num_shots: int = Field(default=5, ge=0, le=64)
+    max_tokens: int = Field(default=2048, ge=1, le=1_048_576)
+    temperature: float = Field(default=0.6, ge=0.0, le=10.0)
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0)
+    top_k: int = Field(default=29, ge=-1)
     seed: int = 0
-    warmup_requests: int = 2
-    concurrency: int = 1
-    input_len: int = 1024
-    output_len: int = 256
+    warmup_requests: int = Field(default=2, ge=0, le=10_000)
+    concurrency: int = Field(default=1, ge=1, le=4096)
+    input_len: int = Field(default=1024, ge=1, le=1_048_576)
+    output_len: int = Field(default=256, ge=1, le=1_048_576)
 
 
 class SpaceFile(_Strict):

@@ -14,9 +14,33 @@ from tuner.errors import SpaceError
 
 
 KeyPath = tuple[str | int, ...]
+#: Deeper than any space file needs; deeper input is hostile or broken.
+MAX_DEPTH = 32
+
+
+def _screen(text: str, file: str) -> None:
+    """One streaming pass over the parser's events, before anything is built: anchors and
+    aliases are refused (a few KB of nested aliases, a "billion laughs", would expand to
+    gigabytes), and so is nesting deeper than :data:`MAX_DEPTH` (the composer recurses)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise SpaceError("anchors and aliases (&name / *name) are not supported in a "
+                             "space file; write the values out", file=file,
+                             line=event.start_mark.line + 1)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpaceError(f"nested deeper than {MAX_DEPTH} levels", file=file,
+                                 line=event.start_mark.line + 1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], file: str) -> None:
+    if len(path) > MAX_DEPTH:
+        raise SpaceError(f"nested deeper than {MAX_DEPTH} levels", file=file,
+                         path=format_path(path[:MAX_DEPTH]), line=node.start_mark.line + 1)
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
@@ -41,6 +65,7 @@ def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], file: str) 
 def load_yaml(text: str, file: str) -> tuple[Any, dict[KeyPath, int]]:
     """Parse ``text``; return the data and a map from key path to 1-based line number."""
     try:
+        _screen(text, file)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
