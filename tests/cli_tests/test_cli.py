@@ -145,3 +145,27 @@ def test_a_study_name_cannot_write_outside_trials(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
     assert sorted(p.name for p in cwd.iterdir()) == ["trials"]
     assert (cwd / "trials" / "runs" / "..-..-escaped").is_dir()
+
+
+@pytest.mark.parametrize(("storage", "text"), [
+    ("/nonexistent/dir/s.db", "cannot open it"),
+    ("postgresql://tuner:s3cr3t-pw@127.0.0.1:1/db", "no driver"),
+    ("/dev/null", "--storage /dev/null"),
+])
+def test_storage_that_cannot_be_opened_is_one_line(storage: str, text: str,
+                                                   tmp_path: Path) -> None:
+    proc = run("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+               "--storage", storage, "--artifacts", str(tmp_path / "art"), "--trials", "1",
+               "--ray-address", "none")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and text in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "s3cr3t-pw" not in proc.stdout + proc.stderr        # the password never shows
+
+
+def test_an_artifact_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    proc = run("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+               "--storage", str(tmp_path / "s.db"), "--artifacts", "/proc/no-such/art",
+               "--trials", "1", "--ray-address", "none")
+    assert proc.returncode == 2 and "--artifacts /proc/no-such/art" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -30,6 +30,7 @@ def export(
     from tuner.study import baseline_trial
     from tuner.study import context_of
     from tuner.study import open_study
+    from tuner.study import redact_url
     from tuner.study import slug
     from tuner.workloads.vocab import vocab_size
 
@@ -52,10 +53,10 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
-    files = write_profile(folder, engine, command, model_path,
-                          result, trial_number=trial.number, study_name=study,
-                          storage_url=loc.storage_url, baseline=baseline, gate_floor=floor,
-                          tpot_tolerance=tpot_tolerance, vocab_size=vocab)
+    files = write_profile(folder, engine, command, model_path, result,
+                          trial_number=trial.number, study_name=study,
+                          storage_url=redact_url(loc.storage_url), baseline=baseline,
+                          gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab)
     c = console()
     a = result.aggregates
     cfg = " ".join(f"{k}={v}" for k, v in result.config.items())

@@ -120,13 +120,14 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
     """Header, live progress, the front at the end; Ctrl-C exits 130 (resume later)."""
     from tuner.cli._sweep_display import Display
     from tuner.cli._sweep_display import print_front
+    from tuner.study import redact_url
 
     if choice.note:
         out.print(f"[yellow]{choice.note}[/]")
     label = (f"simulated {space.spec.machine.id} (time scale x{choice.time_scale:g})"
              if choice.simulated else space.spec.machine.id)
-    out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study "
-              f"{location.storage_url}")
+    url = redact_url(location.storage_url)
+    out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study {url}")
     display = Display(out, interactive=interactive, simulated=choice.simulated)
     driver.on_progress = display.update
     try:
@@ -138,5 +139,5 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
         raise typer.Exit(130) from None
     print_front(out, study_obj, simulated=choice.simulated)
     art = location.artifacts
-    out.print(f"\nstudy    {location.storage_url}\nartifacts {art}")
-    out.print(f"inspect  optuna-dashboard {location.storage_url} --artifact-dir {art}")
+    out.print(f"\nstudy    {url}\nartifacts {art}")
+    out.print(f"inspect  optuna-dashboard {url} --artifact-dir {art}")

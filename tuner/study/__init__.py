@@ -21,6 +21,7 @@ from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
+from tuner.study._storage import redact_url
 from tuner.study._storage import slug
 from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
@@ -33,5 +34,6 @@ from tuner.study._summary import summarize
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "LockHeld",
            "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy", "TrialSummary",
            "add_failure_twin", "baseline_trial", "context_of", "distribution",
-           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study", "slug",
-           "suggest", "summaries", "summarize", "tell_result", "write_legacy_constraints"]
+           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study",
+           "redact_url", "slug", "suggest", "summaries", "summarize", "tell_result",
+           "write_legacy_constraints"]

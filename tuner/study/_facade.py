@@ -29,6 +29,8 @@ from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
+from tuner.study._storage import make_artifact_dir
+from tuner.study._storage import storage_errors
 from tuner.study._summary import CONTEXT_KEYS
 from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
@@ -75,12 +77,13 @@ class SweepStudy:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
-        location.artifacts.mkdir(parents=True, exist_ok=True)
+        make_artifact_dir(location)
         self.store = FileSystemArtifactStore(str(location.artifacts))
         directions: list[Any] = (["minimize", "maximize"] if with_accuracy else ["minimize"])
-        self.study = optuna.create_study(
-            study_name=name, storage=location.storage(), directions=directions,
-            load_if_exists=True, sampler=chosen)
+        with storage_errors(location):
+            self.study = optuna.create_study(
+                study_name=name, storage=location.storage(), directions=directions,
+                load_if_exists=True, sampler=chosen)
         if list(self.study.directions) != [getattr(optuna.study.StudyDirection, d.upper())
                                            for d in directions]:
             raise UserError(f"study {name!r} exists with other objectives; use another "

@@ -7,6 +7,7 @@ from typing import Any
 from tuner.errors import UserError
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
+from tuner.study._storage import storage_errors
 
 
 def open_study(name: str, storage: str | None = None, artifacts: str | None = None
@@ -25,9 +26,11 @@ def open_study(name: str, storage: str | None = None, artifacts: str | None = No
         if not db.is_file():
             raise UserError(f"no study database at {db}; give --storage (the sweep printed "
                             "its study URL)")
-    storage_obj = loc.storage()
+    with storage_errors(loc):
+        storage_obj = loc.storage()
     try:
-        study = optuna.load_study(study_name=name, storage=storage_obj)
+        with storage_errors(loc):
+            study = optuna.load_study(study_name=name, storage=storage_obj)
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
         raise UserError(f"no study {name!r} in {loc.storage_url}; it holds: "

@@ -7,7 +7,9 @@ directory given by ``--artifacts``.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,39 @@ class StudyLocation:
             return optuna.storages.RDBStorage(
                 self.storage_url, engine_kwargs={"connect_args": {"timeout": 30}})
         return optuna.storages.RDBStorage(self.storage_url)
+
+
+def redact_url(url: str) -> str:
+    """``scheme://user:secret@host/db`` -> ``scheme://user:***@host/db``."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+@contextlib.contextmanager
+def storage_errors(location: StudyLocation) -> Iterator[None]:
+    """Turn a storage that cannot be opened (no driver, unreachable server, unwritable or
+    special file, corrupt database) into one line naming it, password redacted."""
+    where = f"--storage {redact_url(location.storage_url)}"
+    try:
+        yield
+    except ImportError:
+        raise UserError(f"{where}: no driver for this database is installed here "
+                        "(PostgreSQL: pip install psycopg2-binary)"
+                        ) from None
+    except OSError as exc:
+        raise UserError(f"{where}: {exc.strerror or exc.__class__.__name__}") from None
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("sqlalchemy", "optuna.storages")):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{where}: cannot open it ({redact_url(first)[:200]})") from None
+
+
+def make_artifact_dir(location: StudyLocation) -> None:
+    try:
+        location.artifacts.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--artifacts {location.artifacts}: cannot create it "
+                        f"({exc.strerror or exc.__class__.__name__})") from None
 
 
 def slug(name: str) -> str:
