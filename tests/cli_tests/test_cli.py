@@ -169,3 +169,15 @@ def test_an_artifact_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> N
                "--trials", "1", "--ray-address", "none")
     assert proc.returncode == 2 and "--artifacts /proc/no-such/art" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("address", "text"), [
+    ("127.0.0.1:1", "no Ray head answers there"),
+    ("nonsense", "expected auto, none or HOST:PORT")])
+def test_an_unreachable_ray_address_is_one_line_at_once(address: str, text: str,
+                                                        tmp_path: Path) -> None:
+    # Ray itself retries for minutes; the loopback port 1 refuses at once.
+    proc = run("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+               "--storage", str(tmp_path / "s.db"), "--ray-address", address)
+    assert proc.returncode == 2 and text in proc.stderr, proc.stderr
+    assert not (tmp_path / "s.db").exists()            # the study was never touched

@@ -69,6 +69,7 @@ def sweep(
     from tuner.study import slug
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
+    from tuner.sweep import check_address
     from tuner.trial import TrialOptions
     from tuner.trial import workload_vocab
 
@@ -96,6 +97,8 @@ def sweep(
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline)
 
+    if ray_address not in (None, "", "none", "auto", "local"):
+        check_address(ray_address)       # before the study is touched
     runner = _runner_factory(ray_address, parallel, gpu=not choice.simulated)
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty())

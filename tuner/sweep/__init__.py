@@ -10,7 +10,8 @@ from tuner.sweep._driver import Progress
 from tuner.sweep._driver import SweepSettings
 from tuner.sweep._local import LocalRunner
 from tuner.sweep._ray import RayRunner
+from tuner.sweep._ray import check_address
 
 
 __all__ = ["Driver", "FatalSweepError", "LocalRunner", "Outcome", "Progress", "RayRunner",
-           "SweepSettings", "TrialJob", "TrialRunner"]
+           "SweepSettings", "TrialJob", "TrialRunner", "check_address"]

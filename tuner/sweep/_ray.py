@@ -25,6 +25,26 @@ from tuner.trial import TrialResult
 SIM_RESOURCE = "tuner_sim_slot"
 
 
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse an address whose head does not accept connections: ``ray.init`` would retry
+    for minutes with no word to the person waiting."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise UserError(f"--ray-address {address}: expected auto, none or HOST:PORT"
+                        ) from None
+    try:
+        with socket.create_connection((host or "127.0.0.1", number), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise UserError(f"--ray-address {address}: no Ray head answers there "
+                        f"({exc.strerror or exc.__class__.__name__}); start one with "
+                        "`ray start --head` or pass --ray-address auto") from None
+
+
 class RayRunner(TrialRunner):
     def __init__(self, *, address: str | None, gpu: bool, slots: int | None) -> None:
         import ray
@@ -44,7 +64,8 @@ class RayRunner(TrialRunner):
             self.node_id = ray.get_runtime_context().get_node_id()
             self._reaper = _reaper.start(self.node_id)
         else:
-            if address != "auto":
+            if address is not None and address != "auto":
+                check_address(address)           # Ray itself retries for minutes
                 os.environ.setdefault("RAY_AUTH_MODE", "token")
             try:
                 ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
