@@ -68,5 +68,6 @@ def export(
                 f"{a.accept_length or 1:.2f}{acc}")
     for f in files:
         c.print(f"wrote {f}")
-    c.print(f"serve it: {folder}/launch.sh   check it: tuner verify {folder}/profile.yaml "
-            "--url http://127.0.0.1:30000")
+    c.print(f"serve it:  {folder}/launch.sh > server.log 2>&1 &\n"
+            f"check it:  tuner verify {folder}/profile.yaml --url http://127.0.0.1:30000 "
+            "--log server.log")
