@@ -23,6 +23,7 @@ from tuner.trial import aggregate
 from tuner.trial import lookup
 from tuner.trial import run_requests
 from tuner.trial import same_value
+from tuner.workloads import KINDS
 from tuner.workloads import Context
 from tuner.workloads import make_workload
 from tuner.workloads import vocab_size
@@ -37,10 +38,6 @@ class Check:
     #: Not checked for want of evidence (e.g. a log-only knob without --log): not a pass,
     #: and verify exits non-zero.
     unverified: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return self.passed is False or self.unverified
 
 
 def _log_checks(expect: dict[str, Any], log_text: str | None) -> list[Check]:
@@ -134,7 +131,7 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
                                   "warmup_requests": 1, "max_tokens": min(wl.max_tokens, 1024),
                                   **shape})
     vocab = None
-    if kind == "synthetic":
+    if KINDS[kind].needs_vocab:
         vocab = profile.get("vocab_size") or vocab_size(str(profile.get("model", "")), None)
     workload = make_workload(check, Context(gsm8k=gsm8k, vocab_size=vocab))
     prepared = workload.prepare()

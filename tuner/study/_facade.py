@@ -24,6 +24,7 @@ from tuner.study._lock import DriverLock
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
+from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import make_sampler
@@ -49,16 +50,15 @@ Neighbour = Callable[[SearchSpace, dict[str, Any], set[str], random.Random], Any
 @dataclass
 class Proposal:
     """The outcome of :meth:`SweepStudy.propose`. ``kind``: ``run`` (launch ``config``),
-    ``repeat`` (answered from ``earlier``), ``wait`` (the same configuration is in flight:
-    call :meth:`SweepStudy.record` of that trial) or ``invalid`` (the engine refused it)."""
+    ``repeat`` (answered at once from the trial that measured it), ``wait`` (the same
+    configuration is in flight: answered when that trial is recorded) or ``invalid`` (the
+    engine refused it; recorded FAIL)."""
 
     number: int
     role: Role
     kind: str
     config: Config | None = None
     config_hash: str | None = None
-    earlier: TrialSummary | None = None
-    message: str | None = None
     trial: Any = field(default=None, repr=False)
 
 
@@ -112,8 +112,8 @@ class SweepStudy:
 
     def baseline(self) -> TrialSummary | None:
         """The measured baseline (COMPLETE), or None."""
-        return next((t for t in self.trials() if t.role == Role.BASELINE
-                     and t.state == "COMPLETE"), None)
+        t = baseline_trial(self.study)
+        return summarize(t) if t is not None else None
 
     def failed_baseline(self) -> TrialSummary | None:
         """The baseline's last run when it failed and none is pending, else None."""
@@ -144,15 +144,9 @@ class SweepStudy:
         from optuna.trial import TrialState
 
         failed = []
-        storage = self.study._storage
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            storage.set_trial_user_attr(t._trial_id, "recovered", True)
-            storage.set_trial_user_attr(t._trial_id, "reason", "cancelled")
-            storage.set_trial_user_attr(t._trial_id, "message", "the driver running it died; "
-                                        "its configuration was queued again")
-            self.study.tell(t.number, state=TrialState.FAIL)
-            attrs = {ROLE: t.user_attrs.get(ROLE, Role.TRIAL.value), "retry_of": t.number}
-            self.study.enqueue_trial(t.params, user_attrs=attrs)
+            self._requeue_unmeasured(t, t.user_attrs.get(ROLE, Role.TRIAL.value),
+                                     "the driver running it died")
             failed.append(t.number)
         return failed
 
@@ -179,7 +173,7 @@ class SweepStudy:
             trial.set_user_attr("reason", "launch_error")
             trial.set_user_attr("message", str(exc))
             self.study.tell(trial, state=TrialState.FAIL)
-            return Proposal(trial.number, role, "invalid", message=str(exc))
+            return Proposal(trial.number, role, "invalid")
         if repaired:
             trial.set_user_attr("repaired", repaired)
         h = config.hash()
@@ -187,7 +181,7 @@ class SweepStudy:
         earlier = self.measured().get(h)
         if earlier is not None and role != Role.BASELINE:
             self._copy(trial, earlier.number)
-            return Proposal(trial.number, role, "repeat", config, h, earlier)
+            return Proposal(trial.number, role, "repeat", config, h)
         if h in self._inflight:
             self._waiting.setdefault(h, []).append(trial)
             return Proposal(trial.number, Role.DUPLICATE, "wait", config, h, trial=trial)
@@ -208,8 +202,7 @@ class SweepStudy:
                              with_accuracy=self.with_accuracy,
                              pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
         if requeue:
-            self.study.enqueue_trial(proposal.trial.params, user_attrs={
-                ROLE: proposal.role.value, "retry_of": proposal.number})
+            self._enqueue_retry(proposal.trial, proposal.role.value)
         h = proposal.config_hash or ""
         self._inflight.pop(h, None)
         for dup in self._waiting.pop(h, []):
@@ -220,16 +213,7 @@ class SweepStudy:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
         a failure nor counted; FAIL it as ``recovered`` and queue the configuration again,
         as :meth:`recover` does for a dead driver's trials."""
-        from optuna.trial import TrialState
-
-        trial = proposal.trial
-        trial.set_user_attr(ROLE, proposal.role.value)
-        trial.set_user_attr("recovered", True)
-        trial.set_user_attr("reason", "cancelled")
-        trial.set_user_attr("message", f"{why}; its configuration was queued again")
-        self.study.tell(trial, state=TrialState.FAIL)
-        self.study.enqueue_trial(trial.params, user_attrs={ROLE: proposal.role.value,
-                                                           "retry_of": proposal.number})
+        self._requeue_unmeasured(proposal.trial, proposal.role.value, why)
         self._inflight.pop(proposal.config_hash or "", None)
 
     def cancel_waiting(self, reason: str) -> None:
@@ -246,6 +230,21 @@ class SweepStudy:
         return len(self._waiting.get(config_hash, []))
 
     # -- inside -----------------------------------------------------------------------------
+    def _requeue_unmeasured(self, trial: Any, role: str, why: str) -> None:
+        """FAIL a trial that never got measured as ``recovered`` (neither a failure nor
+        counted) and queue its configuration again. ``trial``: a running or frozen trial."""
+        from optuna.trial import TrialState
+
+        storage = self.study._storage
+        for key, value in {ROLE: role, "recovered": True, "reason": "cancelled",
+                           "message": f"{why}; its configuration was queued again"}.items():
+            storage.set_trial_user_attr(trial._trial_id, key, value)
+        self.study.tell(trial.number, state=TrialState.FAIL)
+        self._enqueue_retry(trial, role)
+
+    def _enqueue_retry(self, trial: Any, role: str) -> None:
+        self.study.enqueue_trial(trial.params, user_attrs={ROLE: role, "retry_of": trial.number})
+
     def _copy(self, trial: Any, earlier_number: int) -> None:
         """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""
         from optuna.trial import TrialState

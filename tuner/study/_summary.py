@@ -30,7 +30,6 @@ class TrialSummary:
     number: int
     state: str                                   # COMPLETE, FAIL, RUNNING, WAITING, ...
     role: Role
-    params: dict[str, Any] = field(default_factory=dict)
     values: list[float] | None = None
     feasible: bool = False                       # COMPLETE with every constraint <= 0
     config: dict[str, Any] = field(default_factory=dict)
@@ -47,15 +46,8 @@ class TrialSummary:
     reason: str | None = None
     message: str | None = None
     gate: list[str] = field(default_factory=list)
-    gate_detail: str | None = None
     recovered: bool = False                      # left RUNNING by a dead driver, re-queued
     duplicate_of: int | None = None
-    retry_of: int | None = None
-    twin_of: int | None = None
-    repaired: str | None = None
-    proposed_by: str | None = None
-    datetime_start: Any = None
-    datetime_complete: Any = None
 
     @property
     def measured(self) -> bool:
@@ -73,7 +65,7 @@ def summarize(trial: Any) -> TrialSummary:
     return TrialSummary(
         number=trial.number, state=state,
         role=Role(role) if role in Role._value2member_map_ else Role.TRIAL,
-        params=dict(trial.params), values=list(trial.values) if complete else None,
+        values=list(trial.values) if complete else None,
         feasible=complete and all(v <= 0 for v in trial.constraints.values()),
         config=a.get("config") or dict(trial.params), config_hash=a.get("config_hash"),
         tpot_ms=a.get("tpot_ms"), tpot_ci95=a.get("tpot_ci95"),
@@ -81,11 +73,7 @@ def summarize(trial: Any) -> TrialSummary:
         accuracy_ci95=a.get("accuracy_ci95"), accept_length=a.get("accept_length"),
         ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
-        gate_detail=a.get("gate_detail"), recovered=bool(a.get("recovered")),
-        duplicate_of=a.get("duplicate_of"), retry_of=a.get("retry_of"),
-        twin_of=a.get("twin_of"), repaired=a.get("repaired"),
-        proposed_by=a.get("proposed_by"), datetime_start=trial.datetime_start,
-        datetime_complete=trial.datetime_complete)
+        recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"))
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ from tuner.trial._gate import evaluate
 from tuner.trial._requests import run_requests
 from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
-from tuner.trial._server import StartupFailure
+from tuner.trial._server import TrialStopped
 from tuner.trial._server import free_port
 from tuner.trial._server import redact
 from tuner.trial._stats import aggregate
+from tuner.workloads import KINDS
 from tuner.workloads import Context
 from tuner.workloads import Prepared
 from tuner.workloads import Workload as PromptWorkload
@@ -69,21 +70,14 @@ def _now() -> str:
 
 
 def workload_vocab(space: SearchSpace, opts: TrialOptions) -> int | None:
-    """The vocabulary bound of a synthetic workload (None for GSM8K, which sends text)."""
-    if opts.workload.kind != "synthetic":      # the other kinds send text
+    """The vocabulary bound of a workload that sends token ids (None for those that send
+    text)."""
+    if not KINDS[opts.workload.kind].needs_vocab:
         return None
     if opts.vocab_size is not None:
         return opts.vocab_size
     model = space.spec.model
     return vocab_size(model.path, model.vocab_size)
-
-
-class _Stop(Exception):
-    """A phase ended the trial: ``reason`` from the taxonomy, ``message``, the log tail."""
-
-    def __init__(self, reason: str, message: str, tail: str | None = None) -> None:
-        super().__init__(message)
-        self.reason, self.message, self.tail = reason, message, tail
 
 
 def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOptions
@@ -106,7 +100,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         if bad:
             result.effect = bad
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
-            return _finish(_failed(result, _Stop("unsupported_knob", detail)), t_start, 1.0)
+            return _finish(_failed(result, TrialStopped("unsupported_knob", detail)), t_start, 1.0)
     workload = make_workload(opts.workload, Context(gsm8k=opts.gsm8k,
                                                     vocab_size=workload_vocab(space, opts)))
     prepared = workload.prepare()
@@ -115,11 +109,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
                            api_key=opts.api_key, secret_argv=engine.secret_args(opts.api_key))
     try:
         server.start()
-        try:
-            startup_wall = server.wait_ready(opts.startup_timeout_s)
-        except StartupFailure as exc:
-            return _finish(_failed(result, _Stop(exc.reason, exc.message, exc.log_tail)),
-                           t_start, 1.0)
+        startup_wall = server.wait_ready(opts.startup_timeout_s)
         _prove(result, server, protocol, opts, startup_wall)
         _measure(result, server, protocol, workload, prepared, opts)
         result.aggregates = aggregate(result.requests)
@@ -128,7 +118,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
             cfg=space.spec.gate, baseline_per_question=opts.baseline_per_question,
             reference_accept_length=opts.reference_accept_length)
         return _finish(result, t_start, result.time_scale)
-    except _Stop as stop:
+    except TrialStopped as stop:
         return _finish(_failed(result, stop), t_start, result.time_scale)
     finally:
         server.stop()
@@ -155,7 +145,7 @@ def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
     mismatched = [c for c in result.effect if c.verdict == "mismatched"]
     if mismatched:
         detail = "; ".join(f"{c.knob}={c.value}: {', '.join(c.problems)}" for c in mismatched)
-        raise _Stop("effect_mismatch", detail, server.log_tail())
+        raise TrialStopped("effect_mismatch", detail, server.log_tail())
 
 
 def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
@@ -176,16 +166,16 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
     except RequestFailed as exc:
         time.sleep(0.2)
         if not server.alive():
-            raise _Stop("crashed", f"the server died during the benchmark: {exc}",
+            raise TrialStopped("crashed", f"the server died during the benchmark: {exc}",
                         server.log_tail()) from None
-        raise _Stop("bench_error", str(exc), server.log_tail()) from None
+        raise TrialStopped("bench_error", str(exc), server.log_tail()) from None
 
 
-def _failed(result: TrialResult, stop: _Stop) -> TrialResult:
+def _failed(result: TrialResult, stop: TrialStopped) -> TrialResult:
     result.status = "failed"
     result.reason = stop.reason  # type: ignore[assignment]
     result.message = stop.message
-    result.log_tail = stop.tail
+    result.log_tail = stop.log_tail
     return result
 
 

@@ -24,14 +24,19 @@ from tuner.engines import LaunchPlan
 from tuner.engines import ServerProtocol
 
 
-class StartupFailure(Exception):
-    """The server did not become ready. ``reason`` is from the failure taxonomy."""
+class TrialStopped(Exception):
+    """A phase of a trial ended it: ``reason`` from the failure taxonomy, what happened, and
+    the server log's tail."""
 
-    def __init__(self, reason: str, message: str, log_tail: str) -> None:
+    def __init__(self, reason: str, message: str, log_tail: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.log_tail = log_tail
+
+
+class StartupFailure(TrialStopped):
+    """The server did not become ready."""
 
 
 REDACTED = "***"

@@ -72,6 +72,8 @@ class Workload(abc.ABC):
     kind: ClassVar[str]
     #: whether completions are scored (the study then has an accuracy objective)
     scored: ClassVar[bool] = False
+    #: whether it sends token ids and so needs ``Context.vocab_size``
+    needs_vocab: ClassVar[bool] = False
 
     def __init__(self, settings: WorkloadSettings, context: Context) -> None:
         self.settings = settings

@@ -17,6 +17,7 @@ from tuner.workloads.vocab import synthetic_id_range
 
 class Synthetic(Workload):
     kind = "synthetic"
+    needs_vocab = True
 
     def prepare(self) -> Prepared:
         w, vocab = self.settings, self.context.vocab_size
