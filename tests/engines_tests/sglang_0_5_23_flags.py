@@ -34,8 +34,8 @@ CHOICES = {
                            "aiter"},
     "--attention-backend": {"triton", "torch_native", "flex_attention", "fa3", "fa4",
                             "flashinfer", "flashmla", "trtllm_mla", "trtllm_mha"},
-    "--reasoning-parser": {"ling3", "deepseek-r1", "qwen25"},
-    "--tool-call-parser": {"ling3", "deepseek-r1", "qwen25"},
+    "--reasoning-parser": {"ling3", "deepseek-r1", "qwen3"},
+    "--tool-call-parser": {"ling3", "deepseekv3", "qwen25"},
 }
 INT_VALUED = {
     "--port", "--speculative-num-steps", "--speculative-eagle-topk",

@@ -143,3 +143,18 @@ def test_a_real_config_file_refusal_is_a_launch_error_with_its_line() -> None:
     assert protocol.classify_exit(tail) == "launch_error"
     assert protocol.last_error_line(tail).startswith(
         "ValueError: Unsupported config option 'cuda_graph_backend_prefill'")
+
+
+def test_a_real_out_of_memory_start_is_classified_oom_with_the_exception_line() -> None:
+    r = _load(HERE / "failed-qwen3moe-oom.json")
+    assert r.status == "failed" and r.reason == "oom" and r.plan.engine_version == "0.5.17"
+    tail = (HERE / "server-oom-tail.log").read_text()
+    protocol = make_engine("sglang").protocol()
+    assert protocol.classify_exit(tail) == "oom"
+    # the exception, not CUDA's "Search for `cudaErrorMemoryAllocation'" advice after it
+    assert protocol.last_error_line(tail) == "torch.AcceleratorError: CUDA error: out of memory"
+    space = _space(r)
+    engine = make_engine("sglang")
+    plan = engine.plan(space, engine.resolve(space, r.config), host=r.plan.host,
+                       port=r.plan.port)
+    assert plan.argv == r.plan.argv

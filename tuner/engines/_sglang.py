@@ -22,6 +22,8 @@ from tuner.engines._base import ServerProtocol
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
+from tuner.engines._sglang_flags import flags_for
+from tuner.engines._sglang_flags import table_version
 from tuner.engines._sglang_protocol import SGLangProtocol
 from tuner.engines._sglang_rules import ALGORITHM
 from tuner.engines._sglang_rules import FP8_LM_HEAD_ENV
@@ -65,10 +67,12 @@ class SGLangEngine(Engine):
     def validate_space(self, space: SearchSpace) -> None:
         spec = space.spec
         extra = set(spec.engine.extra_flags)
+        table = flags_for(spec.engine.version)
+        version = table_version(spec.engine.version)
 
         def check(path: tuple[str | int, ...], flag: str, value: Any) -> None:
-            if flag in REMOVED_FLAGS:
-                raise space.error(path, f"{flag} does not exist in SGLang 0.5.23 (argparse "
+            if flag in REMOVED_FLAGS and flag not in table:
+                raise space.error(path, f"{flag} does not exist in SGLang {version} (argparse "
                                         f"rejects it as ambiguous); use {REMOVED_FLAGS[flag]}")
             if flag in ("--host", "--port"):
                 raise space.error(path, f"{flag} is set by the tuner for each launch")
@@ -80,9 +84,9 @@ class SGLangEngine(Engine):
                 raise space.error(path, "give the model path under model.path")
             if flag in extra:
                 return
-            f = FLAGS.get(flag)
+            f = table.get(flag)
             if f is None:
-                raise space.error(path, f"unknown SGLang {spec.engine.version} flag {flag}; "
+                raise space.error(path, f"unknown SGLang {version} flag {flag}; "
                                         f"a fork's flag goes under engine.extra_flags")
             if value is None:  # a knob's flag: values are checked per choice below
                 return
@@ -108,7 +112,7 @@ class SGLangEngine(Engine):
                     raise space.error(("knobs", name, "flag"),
                                       f"{k.flag} is also under fixed_flags; keep one")
                 check(("knobs", name, "flag"), k.flag, None)
-                f = FLAGS.get(k.flag)
+                f = table.get(k.flag)
                 for i, c in enumerate(space.domain(name) or []):
                     if k.type == "bool":
                         if f is not None and not f.store_true:

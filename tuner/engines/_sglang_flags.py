@@ -1,14 +1,27 @@
-"""SGLang 0.5.23 server flags the tuner may emit, with their kinds and choices.
+"""SGLang server flags by version, as each version's own argument parser defines them.
 
-Source: the sglang 0.5.23 wheel (``sglang/srt/arg_groups/fields/*.py``,
-``arg_groups/choices.py``, ``server_args.py::add_cli_args``); see
-``docs/sglang-facts.md``. A flag missing here is refused when a space
-is validated, unless the space lists it under ``engine.extra_flags`` (a fork's flag).
+The tables in ``tuner/engines/sglang_flags/<version>.json`` are generated, not written:
+``benchmarks/real_sglang/dump_flags.py`` builds the parser ``sglang serve`` builds
+(``ServerArgs.add_cli_args`` in ``sglang/srt/server_args.py``) and records every option with
+its spellings, choices and arity. 0.5.23's came from the wheel on a CPU machine, 0.5.17's
+from the H200 (docs/real-sglang-h200.md, docs/sglang-facts.md). They are used where no
+engine is installed (space validation, export); with an engine installed, ``tuner doctor``
+and ``--check-engine`` read its own ``--help``. A flag missing from the table of the space's
+``engine.version`` is refused when a space is validated, unless the space lists it under
+``engine.extra_flags`` (a fork's flag).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
+
+
+_TABLES = Path(__file__).with_name("sglang_flags")
+#: The version whose table applies when a space names one without a table.
+DEFAULT_VERSION = "0.5.23"
 
 
 @dataclass(frozen=True)
@@ -20,102 +33,43 @@ class Flag:
     case_insensitive: bool = False
 
 
-MOE_RUNNER_BACKENDS = (
-    "auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm",
-    "experimental_sgl_trtllm", "flashinfer_trtllm_routed", "flashinfer_cutlass",
-    "flashinfer_mxfp4", "flashinfer_cutedsl", "flashinfer_megamoe", "cutlass", "aiter",
-    "marlin", "humming", "experimental_sgl_marlin", "lora_cutedsl", "lora_triton",
-    "lora_marlin", "hpc_ops", "megamoe", "intel_xpu",
-)
-ATTENTION_BACKENDS = (
-    "triton", "torch_native", "flex_attention", "dsa", "nsa", "qsa", "dsv4", "compressed",
-    "fa3", "fa4", "flashinfer", "llada2_cfg_flashinfer", "flashmla", "trtllm_mla",
-    "cutedsl_mla", "tokenspeed_mla", "trtllm_mha", "hpc_ops", "minicpm_flashattn",
-    "minicpm_flashinfer", "aiter", "wave", "intel_amx", "ascend", "intel_xpu",
-)
-QUANTIZATIONS = (
-    "awq", "fp8", "mxfp8", "gptq", "gptq_marlin", "awq_marlin", "bitsandbytes", "gguf",
-    "modelopt", "modelopt_fp8", "modelopt_fp4", "nvfp4_online", "modelopt_mixed",
-    "petit_nvfp4", "w8a8_int8", "w8a8_fp8", "moe_wna16", "w4afp8", "mxfp4", "auto-round",
-    "auto-round-int8", "compressed-tensors", "modelslim", "mxfp_w4a8", "quark",
-    "quark_int4fp8_moe", "quark_mxfp4", "mlx_q4", "mlx_q8", "unquant", "humming",
-)
-FP8_GEMM_BACKENDS = (
-    "auto", "deep_gemm", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_deepgemm",
-    "flashinfer_cutedsl", "cutlass", "triton", "aiter",
-)
-LINEAR_ATTN_BACKENDS = (
-    "triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion",
-    "intel_xpu",
-)
-DRAFT_ATTENTION_BACKENDS = (
-    "flashinfer", "fa3", "fa4", "triton", "ascend", "trtllm_mha", "intel_xpu",
-)
-CUDA_GRAPH_BACKENDS = ("full", "breakable", "disabled")
-#: Builtin names of ``--speculative-algorithm`` (upper-cased by SGLang; MTP is not one).
-SPECULATIVE_ALGORITHMS = (
-    "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO",
-)
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+def table_versions() -> tuple[str, ...]:
+    """Versions with a generated table, oldest first."""
+    return tuple(sorted((p.stem for p in _TABLES.glob("*.json")), key=_key))
+
+
+def table_version(version: str | None) -> str:
+    """The table that stands for ``version``: its own, else the newest older one, else
+    :data:`DEFAULT_VERSION`."""
+    known = table_versions()
+    if version in known:
+        return version
+    older = [v for v in known if version and _key(v) <= _key(version)]
+    return older[-1] if older else DEFAULT_VERSION
+
+
+@functools.cache
+def flags_for(version: str | None = None) -> dict[str, Flag]:
+    """Every spelling of every flag of SGLang ``version`` (see :func:`table_version`)."""
+    data = json.loads((_TABLES / f"{table_version(version)}.json").read_text())
+    out: dict[str, Flag] = {}
+    for rec in data["flags"]:
+        choices = tuple(rec["choices"]) if rec["choices"] is not None else None
+        for name in rec["names"]:
+            out[name] = Flag(name, store_true=rec["store_true"], choices=choices,
+                             nargs=rec["nargs"], case_insensitive=rec["case"] is not None)
+    return out
+
+
 #: Algorithms SGLang treats as the EAGLE family (defaults (3, 1, 4), max running reqs 48).
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
 
-_FLAGS = [
-    Flag("--model-path"),
-    Flag("--host"),
-    Flag("--port"),
-    Flag("--api-key"),
-    Flag("--config"),
-    Flag("--served-model-name"),
-    Flag("--trust-remote-code", store_true=True),
-    Flag("--tp-size"),
-    Flag("--moe-runner-backend", choices=MOE_RUNNER_BACKENDS),
-    Flag("--speculative-moe-runner-backend", choices=MOE_RUNNER_BACKENDS),
-    Flag("--flashinfer-mxfp4-moe-precision", choices=("default", "bf16", "fp8")),
-    Flag("--enable-fp32-lm-head", store_true=True),
-    Flag("--speculative-algorithm", choices=SPECULATIVE_ALGORITHMS, case_insensitive=True),
-    Flag("--speculative-draft-model-path"),
-    Flag("--speculative-num-steps"),
-    Flag("--speculative-eagle-topk"),
-    Flag("--speculative-num-draft-tokens"),
-    Flag("--speculative-draft-attention-backend", choices=DRAFT_ATTENTION_BACKENDS),
-    Flag("--max-running-requests"),
-    Flag("--mem-fraction-static"),
-    Flag("--cuda-graph-backend-decode", choices=CUDA_GRAPH_BACKENDS),
-    Flag("--cuda-graph-backend-prefill", choices=CUDA_GRAPH_BACKENDS),
-    Flag("--cuda-graph-max-bs-decode"),
-    Flag("--cuda-graph-max-bs-prefill"),
-    Flag("--cuda-graph-bs-decode", nargs=True),
-    Flag("--cuda-graph-bs-prefill", nargs=True),
-    Flag("--cuda-graph-config"),
-    Flag("--quantization", choices=QUANTIZATIONS),
-    Flag("--attention-backend", choices=ATTENTION_BACKENDS),
-    Flag("--decode-attention-backend", choices=ATTENTION_BACKENDS),
-    Flag("--prefill-attention-backend", choices=ATTENTION_BACKENDS),
-    Flag("--linear-attn-backend", choices=LINEAR_ATTN_BACKENDS),
-    Flag("--max-mamba-cache-size"),
-    Flag("--mamba-track-interval"),
-    Flag("--linear-replayssm-cache-len"),
-    Flag("--context-length"),
-    Flag("--chunked-prefill-size"),
-    Flag("--max-prefill-tokens"),
-    Flag("--page-size"),
-    Flag("--kv-cache-dtype"),
-    Flag("--enable-metrics", store_true=True),
-    Flag("--log-level"),
-    Flag("--decode-log-interval"),
-    Flag("--disable-shared-experts-fusion", store_true=True),
-    Flag("--fp8-gemm-backend", choices=FP8_GEMM_BACKENDS),
-    Flag("--disable-flashinfer-autotune", store_true=True),
-    Flag("--json-model-override-args"),
-    Flag("--random-seed"),
-    Flag("--skip-server-warmup", store_true=True),
-    Flag("--watchdog-timeout"),
-    Flag("--reasoning-parser"),
-    Flag("--tool-call-parser"),
-    Flag("--enable-mixed-chunk", store_true=True),
-]
-
-FLAGS: dict[str, Flag] = {f.name: f for f in _FLAGS}
+#: The default version's flags (what export and evidence read arity and choices from).
+FLAGS: dict[str, Flag] = flags_for(DEFAULT_VERSION)
 
 #: Flags that no longer exist in 0.5.23 and what replaced them (argparse calls them ambiguous).
 REMOVED_FLAGS = {

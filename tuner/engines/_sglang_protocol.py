@@ -36,6 +36,7 @@ KEPT_FIELDS = (
 )
 _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
                   r"leave no GPU memory for the KV cache|out of memory", re.I)
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b[^:]*: ")
 _UNSUPPORTED = re.compile(r"invalid choice|unrecognized arguments|ambiguous option")
 _METRIC = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfa]+)$")
 
@@ -137,8 +138,14 @@ class SGLangProtocol(ServerProtocol):
         return "launch_error"
 
     def last_error_line(self, log_tail: str) -> str:
-        lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
+        lines = [re.sub(r"^\[[\d\- :]+\]\s*", "", ln.strip())
+                 for ln in log_tail.splitlines() if ln.strip()]
+        # a Python exception line first ("torch.AcceleratorError: CUDA error: out of memory"),
+        # not CUDA's advice after it ("Search for `cudaErrorMemoryAllocation' ...")
+        for ln in reversed(lines):
+            if _EXCEPTION_LINE.match(ln):
+                return ln[:300]
         for ln in reversed(lines):
             if re.search(r"(Error|error:|Exception)", ln) and "Traceback" not in ln:
-                return re.sub(r"^\[[\d\- :]+\]\s*", "", ln)[:300]
+                return ln[:300]
         return (lines[-1] if lines else "no output")[:300]
