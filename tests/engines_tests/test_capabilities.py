@@ -116,3 +116,28 @@ def test_a_script_entry_point_is_probed_through_its_interpreter(
     assert caps.version == "0.5.23"
     assert caps.knows_env("SGLANG_SOMETHING") is True
     assert caps.accepts("--moe-runner-backend", "marlin") is True
+
+
+def test_an_sglang_whose_help_cannot_run_is_probed_with_its_versions_generated_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real SGLang 0.5.23 wheel on a CPU machine: the package and its metadata are there,
+    # but launch_server --help dies on a server-only import (huggingface_hub, seen here).
+    root = tmp_path / "site"
+    (root / "sglang").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    (root / "sglang" / "launch_server.py").write_text("import huggingface_hub_missing\n")
+    _with_metadata(root, "sglang", "0.5.23")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = inspect_engine([sys.executable, "-m", "sglang.launch_server"])
+    assert caps.version == "0.5.23" and caps.help_error is not None
+    assert caps.flags_source == "SGLang 0.5.23's generated table"
+    assert caps.accepts("--reasoning-parser", "ling3") is True
+    assert caps.accepts("--reasoning-parser", "ling4") is False
+    assert caps.knows_flag("--cuda-graph-max-bs") is False
+    # a module that is not SGLang gets no borrowed table
+    (tmp_path / "other").mkdir()
+    other = _fake_engine(tmp_path / "other", [])
+    (other / "fakeengine" / "__main__.py").write_text("raise SystemExit(1)\n")
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    caps = inspect_engine([sys.executable, "-m", "fakeengine"])
+    assert caps.flags is None and caps.flags_source is None

@@ -45,6 +45,7 @@ def doctor(
             "source_root": str(caps.source_root) if caps.source_root else None,
             "flags_known": len(caps.flags) if caps.flags is not None else None,
             "help_error": caps.help_error,
+            "flags_source": caps.flags_source,
             "knobs": [{"knob": s.knob, "status": s.status, "detail": s.detail}
                       for s in supports],
         }, indent=2))
@@ -89,8 +90,11 @@ def _print(command: list[str], caps: Any, space: Any, supports: list[Any],
         return
     out.print(f"version         {caps.version or 'unknown'}")
     out.print(f"source          {caps.source_root or 'unknown'}")
-    if caps.flags is not None:
+    if caps.flags is not None and caps.help_error is None:
         out.print(f"flags           {len(caps.flags)} accepted (from --help)")
+    elif caps.flags is not None:
+        out.print(f"flags           {len(caps.flags)} from {caps.flags_source}; --help could "
+                  f"not run: {escape(str(caps.help_error))}")
     else:
         out.print(f"flags           unknown: {escape(str(caps.help_error))}")
     if space is not None and space.spec.engine.version != caps.version:

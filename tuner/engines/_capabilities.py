@@ -53,6 +53,8 @@ class Capabilities:
     source_root: Path | None = None
     flags: dict[str, tuple[str, ...] | None] | None = None
     help_error: str | None = None
+    #: where ``flags`` came from: "--help", or the generated table used when --help failed
+    flags_source: str | None = None
     _env_cache: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def knows_flag(self, flag: str) -> bool | None:
@@ -116,6 +118,7 @@ class _Located:
     root: Path | None = None
     version: str | None = None
     reason: str | None = None
+    module: str | None = None
 
 
 def _entry_module(command: list[str], exe: str) -> tuple[str | None, str | None]:
@@ -167,7 +170,8 @@ def _locate(command: list[str]) -> _Located:
         return _Located(python=python)
     root = Path(lines[0].strip())
     version = lines[1].strip() if len(lines) > 1 and lines[1].strip() else None
-    return _Located(python=python, root=root, version=version or _file_version(root))
+    return _Located(python=python, root=root, version=version or _file_version(root),
+                    module=module)
 
 
 def _file_version(root: Path | None) -> str | None:
@@ -202,9 +206,23 @@ def inspect_engine(command: list[str], *, timeout: float = 180.0) -> Capabilitie
     if out.returncode != 0 or "--" not in out.stdout:
         tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
         caps.help_error = f"{' '.join(command)} --help exited {out.returncode}: {tail[0]}"
+        _table_fallback(caps, where)
         return caps
     caps.flags = parse_help(out.stdout)
+    caps.flags_source = "--help"
     return caps
+
+
+def _table_fallback(caps: Capabilities, where: _Located) -> None:
+    """Stock SGLang whose ``--help`` cannot run here (a server-only dependency missing):
+    its flags from the table generated from that version's parser, said as such."""
+    if (where.module or "").split(".")[0] != "sglang" or where.version is None:
+        return
+    from tuner.engines._sglang_flags import flags_for
+    from tuner.engines._sglang_flags import table_version
+
+    caps.flags = {name: f.choices for name, f in flags_for(where.version).items()}
+    caps.flags_source = f"SGLang {table_version(where.version)}'s generated table"
 
 
 @dataclass(frozen=True)
@@ -220,7 +238,7 @@ def _merge(statuses: list[tuple[Status, str]]) -> tuple[Status, str]:
     bad = [d for s, d in statuses if s == "unsupported"]
     if bad:
         return "unsupported", "; ".join(bad)
-    unknown = [d for s, d in statuses if s == "unknown"]
+    unknown = list(dict.fromkeys(d for s, d in statuses if s == "unknown"))
     if unknown:
         return "unknown", "; ".join(unknown)
     return "supported", "; ".join(d for _, d in statuses if d) or "ok"
@@ -231,7 +249,8 @@ def _check_flag(caps: Capabilities, flag: str, value: object) -> tuple[Status, s
         return "supported", ""
     known = caps.knows_flag(flag)
     if known is None:
-        return "unknown", f"{flag}: flags unknown ({caps.help_error or 'no --help'})"
+        # one reason for every flag (the header prints why --help failed)
+        return "unknown", "the engine's flags are unknown (its --help failed)"
     if not known:
         return "unsupported", f"{flag} is not a flag of this engine"
     if value is True or isinstance(value, list):
