@@ -22,3 +22,13 @@ def tuner_argv(*args: str) -> list[str]:
 @pytest.fixture
 def spark_text() -> str:
     return SPARK.read_text()
+
+
+def spark_searching_memory(tmp: Path) -> Path:
+    """The Spark space with its memory fraction searched for speed (``role: speed``), as a
+    user may write it: some launches then do not fit (out of memory)."""
+    text = SPARK.read_text().replace("    role: capacity\n", "    role: speed\n")
+    assert "role: speed" in text
+    path = tmp / "spark-searching-memory.yaml"
+    path.write_text(text)
+    return path

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SPARK
+from tests.conftest import spark_searching_memory
 from tests.sweep_tests.model_runner import ModelRunner
 from tuner.engines import make_engine
 from tuner.space import load_space
@@ -23,9 +23,10 @@ STUDY = "ling-3.0-flash-dgx-spark"
 @pytest.fixture(scope="session")
 def mixed_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A study with feasible, gated (MTP collapse: the LM-head module is not shared) and
-    failed (too little memory) trials, made with the model-backed stand-in runner."""
+    failed (too little memory: the memory fraction is searched) trials, made with the
+    model-backed stand-in runner."""
     tmp = tmp_path_factory.mktemp("study")
-    space = load_space(SPARK)
+    space = load_space(spark_searching_memory(tmp))
     settings = SweepSettings(study_name=STUDY, location=locate(str(tmp / "s.db"), STUDY),
                              trials=30, sampler="random", seed=11)
     runner = ModelRunner(seed=11, lm_head_module_shared=False)

@@ -90,6 +90,12 @@ CASES = [
     ("values do not cover choices", lambda d: d["knobs"]["lm_head"]["values"].pop("bf16"),
      "knobs.lm_head.values", "missing an entry for value 'bf16'"),
     ("wrong schema version", _set("schema_version", 2), "schema_version", "input should be 1"),
+    ("unknown knob role", _set("knobs/mem_fraction/role", "size"), "knobs.mem_fraction.role",
+     "'speed' or 'capacity'"),
+    ("conditional capacity knob", _set("knobs/mem_fraction/when", {"speculative": "NEXTN"}),
+     "knobs.mem_fraction.role", "cannot have a 'when'"),
+    ("a knob depending on a capacity knob", _set("knobs/spec_steps/when", {"mem_fraction": 0.6}),
+     "knobs.spec_steps.when.mem_fraction", "capacity knob"),
 ]
 
 

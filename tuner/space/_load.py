@@ -237,6 +237,15 @@ class _Checker:
 
         for n in knobs:
             visit(n, [])
+        for name, k in knobs.items():
+            for parent in k.when:
+                if knobs[parent].role == "capacity":
+                    self.fail(("knobs", name, "when", parent),
+                              f"{parent!r} is a capacity knob (held, never searched): no knob "
+                              "may depend on it")
+            if k.role == "capacity" and k.when:
+                self.fail(("knobs", name, "role"), "a capacity knob applies to every launch: "
+                                                   "it cannot have a 'when' condition")
         return tuple(order)
 
     # -- limits ------------------------------------------------------------------------------

@@ -92,6 +92,10 @@ class Knob(_Strict):
 
     type: Literal["categorical", "int", "float", "bool"]
     help: str | None = None
+    #: ``speed``: searched for TPOT. ``capacity``: decides only whether a launch fits and how
+    #: large the KV pool is (memory fraction): held at the baseline's value while the search
+    #: measures speed, never a reason for another speed trial (docs/search-spaces.md).
+    role: Literal["speed", "capacity"] = "speed"
     choices: list[Any] | None = None
     low: float | None = None
     high: float | None = None

@@ -71,6 +71,17 @@ class SearchSpace:
             known = ", ".join(self.spec.knobs)
             raise ConfigError(f"unknown knob {name!r}; this space has: {known}") from None
 
+    @property
+    def capacity_knobs(self) -> tuple[str, ...]:
+        """Knobs with ``role: capacity``: held at the baseline's value by the speed search."""
+        return tuple(n for n in self.order if self.spec.knobs[n].role == "capacity")
+
+    def speed_key(self, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        """``config`` without its capacity knobs: two configurations with the same key differ
+        only in whether they fit, not in speed."""
+        held = set(self.capacity_knobs)
+        return tuple((n, value_key(v)) for n, v in config.items() if n not in held)
+
     # ---- domains --------------------------------------------------------------------------
     def domain(self, name: str) -> list[Any] | None:
         """Every value of a discrete knob, in order; ``None`` for a continuous float."""

@@ -22,10 +22,18 @@ def distribution(space: SearchSpace, name: str) -> Any:
 
 
 def suggest(space: SearchSpace, trial: Any) -> dict[str, Any]:
-    """Sample every active knob in condition order; inactive knobs are never suggested."""
+    """Sample every active knob in condition order; inactive knobs are never suggested.
+
+    A capacity knob is not sampled: it takes the value an enqueued capacity probe carries
+    (user attribute ``held``) or else the baseline's, so the sampler models speed knobs only."""
     values: dict[str, Any] = {}
+    held = set(space.capacity_knobs)
     for name in space.order:
         if not space.is_active(name, values):
+            continue
+        if name in held:
+            raw = (trial.user_attrs.get("held") or {}).get(name, space.complete({}).get(name))
+            values[name] = space.coerce(name, raw)
             continue
         dist = distribution(space, name)
         k = space.knob(name)

@@ -9,7 +9,6 @@ twin of a FAIL, and the copies for repeats that waited on this trial).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
@@ -43,8 +42,6 @@ from tuner.trial import TrialResult
 #: (repaired values, why or None) -> the canonical configuration; raises UserError when
 #: the engine refuses it.
 Canonicalize = Callable[[dict[str, Any]], tuple[Config, str | None]]
-#: (space, incumbent config, measured hashes, rng) -> a neighbour to try, or None
-Neighbour = Callable[[SearchSpace, dict[str, Any], set[str], random.Random], Any]
 
 
 @dataclass
@@ -90,7 +87,6 @@ class SweepStudy:
                             "--study name")
         self.context, self.n_objectives = context, len(directions)
         self.lock = DriverLock(self.study)
-        self.rng = random.Random(seed)
         self._inflight: dict[str, int] = {}          # config hash -> trial number running
         self._waiting: dict[str, list[Any]] = {}     # config hash -> repeats waiting on it
 
@@ -157,11 +153,14 @@ class SweepStudy:
                                      user_attrs={ROLE: Role.BASELINE.value})
 
     # -- one trial: propose, then record ----------------------------------------------------
-    def propose(self, canonicalize: Canonicalize, *, neighbour: Neighbour | None = None
-                ) -> Proposal:
-        """The next configuration (an enqueued one first; ``neighbour`` may enqueue one)."""
-        if neighbour is not None:
-            self._enqueue_neighbour(neighbour)
+    def propose(self, canonicalize: Canonicalize, *,
+                planned: tuple[dict[str, Any], str] | None = None) -> Proposal:
+        """The next configuration: a queued one first (the baseline, a retry), else
+        ``planned`` (values, why: the search plan's), else the sampler's."""
+        if planned is not None and not any(t.state == "WAITING" for t in self.trials()):
+            values, why = planned
+            self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value,
+                                                         "proposed_by": why})
         trial = self.study.ask()
         role = Role(trial.user_attrs.get(ROLE, Role.TRIAL.value))
         values = suggest(self.space, trial)
@@ -263,12 +262,3 @@ class SweepStudy:
             self.study.tell(trial, list(earlier.values))
         else:
             self.study.tell(trial, state=TrialState.FAIL)
-
-    def _enqueue_neighbour(self, neighbour: Neighbour) -> None:
-        best = self.best()
-        if best is None or any(t.state == "WAITING" for t in self.trials()):
-            return
-        cand = neighbour(self.space, best.config, set(self.measured()), self.rng)
-        if cand is not None:
-            self.study.enqueue_trial(cand, user_attrs={ROLE: Role.TRIAL.value,
-                                                       "proposed_by": "neighbour"})

@@ -42,8 +42,10 @@ class SweepSettings:
     seed: int | None = None
     break_lock: bool = False
     deadline_s: float = 6 * 3600.0
-    refine_every: int = 3          # 0: never propose neighbours of the incumbent
-    refine_after: int = 12
+    #: the search plan (screens, combination, local search: _strategy.py); False: the
+    #: sampler alone
+    staged: bool = True
+    explore_every: int = 3         # with the plan: every n-th local proposal is the sampler's
 
 
 @dataclass
@@ -97,7 +99,12 @@ class Driver:
         self.requeued: set[str] = set()
         self.repeats_in_a_row = 0
         self.exhausted = False
-        self.proposals = 0
+        self.plan = None
+        if settings.staged:
+            from tuner.sweep._strategy import StagedPlan
+
+            self.plan = StagedPlan(space, lambda v: self._canonical(v)[0].hash(),
+                                   seed=settings.seed, explore_every=settings.explore_every)
 
     def _check_baseline_alive(self) -> None:
         """Raise if the baseline was measured and failed (nothing can be judged without it)."""
@@ -166,29 +173,15 @@ class Driver:
             self.progress.running = len(runner.inflight)
             self.on_progress(self.progress)
 
-    def _neighbour_now(self) -> bool:
-        """Every ``refine_every``-th proposal after the start-up phase is a one-knob
-        neighbour of the best feasible configuration (see _neighbours.py)."""
-        if not self.s.refine_every or self.sweep.counted() < self.s.refine_after:
-            return False
-        self.proposals += 1
-        return self.proposals % self.s.refine_every == 0
-
     def _canonical(self, values: dict[str, Any]) -> tuple[Any, str | None]:
         repaired_values, why = self.engine.repair(self.space, values)
         return self.engine.canonicalize(self.space, repaired_values), why
 
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
-        from tuner.sweep._neighbours import pick
-
-        use_neighbour = baseline is not None and self._neighbour_now()
-
-        def neighbour(space: SearchSpace, incumbent: dict[str, Any], measured: set[str],
-                      rng: Any) -> Any:
-            return pick(space, self.engine, incumbent, measured, rng)
-
-        prop = self.sweep.propose(self._canonical,
-                                  neighbour=neighbour if use_neighbour else None)
+        planned = None
+        if self.plan is not None and baseline is not None:
+            planned = self.plan.next(self.sweep.measured(), self.sweep.best(), baseline)
+        prop = self.sweep.propose(self._canonical, planned=planned)
         if prop.kind == "invalid":
             return True
         if prop.kind in ("repeat", "wait"):

@@ -1,0 +1,87 @@
+"""The default search plan (tuner/sweep/_strategy.py) and knob roles, with the model-backed
+stand-in runner (no servers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+
+from tests.conftest import SPARK
+from tests.sweep_tests.model_runner import ModelRunner
+from tuner.engines import make_engine
+from tuner.space import load_space
+from tuner.study import summaries
+from tuner.study._storage import locate
+from tuner.sweep._driver import Driver
+from tuner.sweep._driver import SweepSettings
+from tuner.sweep._neighbours import neighbours
+from tuner.sweep._strategy import screens
+from tuner.trial import TrialOptions
+
+
+SPACE = load_space(SPARK)
+ENGINE = make_engine("sim")
+
+
+def run(tmp: Path, *, trials: int, seed: int = 0, staged: bool = True,
+        sampler: str = "tpe") -> tuple[optuna.Study, ModelRunner]:
+    runner = ModelRunner(seed=seed)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
+                             trials=trials, seed=seed, staged=staged, sampler=sampler)
+    opts = TrialOptions(workdir=tmp, workload=SPACE.spec.workload)
+    return Driver(SPACE, ENGINE, opts, settings, lambda: runner).run(), runner
+
+
+def test_screens_change_one_top_level_knob_each_children_at_defaults() -> None:
+    got = screens(SPACE)
+    base = SPACE.complete({})
+    changed = [{k: v for k, v in c.items() if base.get(k) != v} for c in got]
+    assert changed == [
+        {"moe_backend": "humming", "humming_activation": "bf16"},
+        {"moe_backend": "marlin"},
+        {"lm_head": "bf16"},
+        {"lm_head": "fp8"},
+        {"speculative": "NEXTN", "spec_steps": 3, "spec_topk": 1, "spec_draft_tokens": 4},
+    ]
+    assert all(c["mem_fraction"] == base["mem_fraction"] for c in got)   # capacity held
+
+
+def test_coupled_neighbours_move_draft_steps_and_verify_window_together() -> None:
+    inc = SPACE.complete({"speculative": "NEXTN", "spec_steps": 3, "spec_topk": 2,
+                          "spec_draft_tokens": 4})
+    pairs = {(c["spec_steps"], c["spec_draft_tokens"]) for c in neighbours(SPACE, inc)
+             if c.get("spec_topk") == 2 and c["spec_steps"] != 3
+             and c["spec_draft_tokens"] != 4}
+    assert pairs == {(2, 3), (4, 5)}
+    # a capacity knob never moves
+    assert {c["mem_fraction"] for c in neighbours(SPACE, inc)} == {inc["mem_fraction"]}
+
+
+def test_default_sweep_runs_baseline_screens_then_combination_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    study, runner = run(tmp_path, trials=12)
+    by = [t.user_attrs.get("proposed_by") for t in study.get_trials()
+          if t.user_attrs.get("tuner:role") in ("baseline", "trial")]
+    assert by[:7] == [None, *["screen"] * 5, "combine"]
+    combo = runner.launched[6]
+    # the model's screen winners (humming, the FP8 head, NEXTN) together
+    assert (combo["moe_backend"], combo["lm_head"], combo["speculative"]) == (
+        "humming", "fp8", "NEXTN")
+    assert "neighbour" in by[7:]
+
+
+def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    for staged, sampler in ((True, "tpe"), (False, "random")):
+        d = tmp_path / f"{staged}-{sampler}"
+        d.mkdir()
+        study, runner = run(d, trials=30, seed=3, staged=staged, sampler=sampler)
+        measured = [s for s in summaries(study) if s.measured]
+        keys = [SPACE.speed_key(s.config) for s in measured]
+        assert len(keys) == len(set(keys)) == 30
+        assert {c["mem_fraction"] for c in runner.launched} == {0.68}
+        assert not [s for s in measured if s.state == "FAIL"]     # held value always fits
+        # the sampler never sees the capacity knob as a parameter
+        assert all("mem_fraction" not in t.params for t in study.get_trials()
+                   if t.user_attrs.get("tuner:role") == "trial")

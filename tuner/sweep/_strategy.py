@@ -1,0 +1,130 @@
+"""The default search plan: screens, a combination, then local search beside the sampler.
+
+A space's top-level knobs (no ``when`` condition; speed role) carry most of the effect: the
+MoE kernel, the LM-head precision, speculation on or off. The plan spends the first trials
+on them, then searches the neighbourhood of the best configuration, where the finer knobs
+(draft steps, verify window, activation precision) decide the last few percent:
+
+1. **Screens**: after the baseline, each other value of each top-level categorical knob,
+   one at a time, the rest as in the baseline (knobs that become active take their
+   defaults).
+2. **Combination**: the value of each top-level knob whose screen beat the baseline,
+   together (knobs often help independently; when they do not, step 3 finds out).
+3. **Local search**: unmeasured neighbours of the best feasible configuration
+   (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
+   draft steps and verify window, moved together). Every ``explore_every``-th proposal, and
+   every proposal once the neighbourhood is exhausted, is left to the sampler (TPE by
+   default) so the search never stays in one basin.
+
+Measured against exhaustive truth in ``benchmarks/search_efficiency.py``
+(docs/performance.md). The plan only decides which configuration to enqueue; the study
+records every trial the same way, so Optuna's samplers learn from all of them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from tuner.space import SearchSpace
+from tuner.sweep._neighbours import neighbours
+
+
+#: (config values) -> canonical hash; raises when the engine refuses the configuration
+HashOf = Callable[[dict[str, Any]], str]
+
+
+def screens(space: SearchSpace) -> list[dict[str, Any]]:
+    """The baseline with one top-level categorical knob changed, for each other value."""
+    base = space.complete({})
+    held = set(space.capacity_knobs)
+    out = []
+    for name in space.order:
+        k = space.knob(name)
+        if k.when or name in held or k.type not in ("categorical", "bool"):
+            continue
+        for v in space.domain(name) or []:
+            if v != base.get(name):
+                out.append(space.complete({name: v}, base={n: x for n, x in base.items()
+                                                            if n == name or not
+                                                            space.knob(n).when}))
+    return out
+
+
+class StagedPlan:
+    """Decides, before each proposal, whether to enqueue a planned configuration."""
+
+    def __init__(self, space: SearchSpace, hash_of: HashOf, *, seed: int | None,
+                 explore_every: int = 3) -> None:
+        self.space, self.hash_of = space, hash_of
+        self.rng = random.Random(seed)
+        self.explore_every = explore_every
+        self.screens = screens(space)
+        self.combined = False
+        self.issued: set[str] = set()
+        self.local_proposals = 0
+
+    def _hash(self, values: dict[str, Any]) -> str | None:
+        try:
+            return self.hash_of(values)
+        except Exception:   # a configuration the engine refuses is not planned
+            return None
+
+    def next(self, measured: dict[str, Any], best: Any, baseline: Any
+             ) -> tuple[dict[str, Any], str] | None:
+        """The configuration to enqueue next and why (``screen``, ``combine``,
+        ``neighbour``), or None to let the sampler propose. ``measured``: config hash ->
+        summary; ``best``/``baseline``: summaries (or None)."""
+        if baseline is None:
+            return None
+        seen = set(measured) | self.issued
+        for cfg in self.screens:
+            h = self._hash(cfg)
+            if h is not None and h not in seen:
+                return self._issue(cfg, h, "screen")
+        if not self.combined:
+            pending = [h for c in self.screens if (h := self._hash(c)) and h not in measured]
+            if pending:
+                return None    # a screen is still running (several slots): sampler meanwhile
+            self.combined = True
+            cfg = self._combination(measured, baseline)
+            h = self._hash(cfg) if cfg is not None else None
+            if cfg is not None and h is not None and h not in seen:
+                return self._issue(cfg, h, "combine")
+        if best is None:
+            return None
+        self.local_proposals += 1
+        if self.explore_every and self.local_proposals % self.explore_every == 0:
+            return None
+        cands = neighbours(self.space, best.config)
+        self.rng.shuffle(cands)
+        for cfg in cands:
+            h = self._hash(cfg)
+            if h is not None and h not in seen:
+                return self._issue(cfg, h, "neighbour")
+        return None
+
+    def _issue(self, cfg: dict[str, Any], h: str, why: str) -> tuple[dict[str, Any], str]:
+        self.issued.add(h)
+        return cfg, why
+
+    def _combination(self, measured: dict[str, Any], baseline: Any) -> dict[str, Any] | None:
+        """Each top-level knob at the value whose screen was fastest and feasible, when that
+        beat the baseline; None when no screen did."""
+        base = self.space.complete({})
+        best_by_knob: dict[str, tuple[float, Any]] = {}
+        for cfg in self.screens:
+            s = measured.get(self._hash(cfg) or "")
+            if s is None or not s.feasible or s.tpot_ms is None or baseline.tpot_ms is None:
+                continue
+            (name,) = [n for n in cfg if not self.space.knob(n).when and cfg[n] != base.get(n)]
+            if s.tpot_ms < baseline.tpot_ms and s.tpot_ms < best_by_knob.get(
+                    name, (float("inf"), None))[0]:
+                best_by_knob[name] = (s.tpot_ms, cfg[name])
+        if len(best_by_knob) < 2:
+            return None     # one winner alone was its own screen
+        chosen = {n: v for n, (_, v) in best_by_knob.items()}
+        return self.space.complete(chosen, base={n: x for n, x in base.items()
+                                                 if n in chosen or not
+                                                 self.space.knob(n).when})
