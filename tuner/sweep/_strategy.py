@@ -88,10 +88,10 @@ class StagedPlan:
             if pending:
                 return None    # a screen is still running (several slots): sampler meanwhile
             self.combined = True
-            cfg = self._combination(measured, baseline)
-            h = self._hash(cfg) if cfg is not None else None
-            if cfg is not None and h is not None and h not in seen:
-                return self._issue(cfg, h, "combine")
+            combo = self._combination(measured, baseline)
+            h = self._hash(combo) if combo is not None else None
+            if combo is not None and h is not None and h not in seen:
+                return self._issue(combo, h, "combine")
         if best is None:
             return None
         self.local_proposals += 1
