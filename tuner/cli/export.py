@@ -29,6 +29,7 @@ def export(
     from tuner.space import parse_space
     from tuner.study import baseline_trial
     from tuner.study import context_of
+    from tuner.study import estimates
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
@@ -53,10 +54,12 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
+    estimate = estimates(st).get(trial.number)
     files = write_profile(folder, engine, command, model_path, result,
                           trial_number=trial.number, study_name=study,
                           storage_url=redact_url(loc.storage_url), baseline=baseline,
-                          gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab)
+                          gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
+                          estimate=estimate)
     c = console()
     a = result.aggregates
     cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
@@ -66,6 +69,11 @@ def export(
         acc = f", accuracy {a.accuracy:.1%}" if a.accuracy is not None else ""
         c.print(f"measured TPOT {a.tpot_ms:.2f} ms{label}, accept length "
                 f"{a.accept_length or 1:.2f}{acc}")
+        if estimate is not None and estimate.remeasured:
+            kind = "confirmation launches" if estimate.unbiased else "launches"
+            c.print(f"TPOT over {kind}: {estimate.tpot_ms:.2f} ms [{estimate.low:.2f}, "
+                    f"{estimate.high:.2f}] ({estimate.launches} launches in all); the "
+                    "profile reports this")
     for f in files:
         c.print(f"wrote {f}")
     c.print(f"serve it:  {folder}/launch.sh > server.log 2>&1 &\n"

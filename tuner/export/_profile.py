@@ -23,7 +23,9 @@ import yaml
 from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
+from tuner.study import Estimate
 from tuner.study import Role
+from tuner.study import feasible_best
 from tuner.study import feasible_front
 from tuner.study import summarize
 from tuner.trial import TrialResult
@@ -49,8 +51,8 @@ def pick_trial(study: Any, pick: str) -> Any:
     front = feasible_front(study)
     if not front:
         raise UserError("the study has no feasible measured trial yet")
-    if pick == "fastest":
-        return min(front, key=lambda t: t.values[0])
+    if pick == "fastest":       # after the finals: the confirmed configuration
+        return feasible_best(study)
     if pick == "most-accurate":
         if len(front[0].values) < 2:
             raise UserError("--pick most-accurate needs a GSM8K study (accuracy objective)")
@@ -91,8 +93,8 @@ def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
         return TrialResult.model_validate_json(target.read_text())
 
 
-def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: float
-                 ) -> dict[str, Any]:
+def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: float,
+                 tpot_ms: float | None = None) -> dict[str, Any]:
     """What a server started from this profile must show (``tuner verify``)."""
     server_info: dict[str, Any] = {}
     if_present: dict[str, Any] = {}
@@ -113,9 +115,10 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
         "log": [p for e in log_evidence for p in e["log"]],
         "log_absent": [p for e in log_evidence for p in e["log_absent"]],
         "unobservable": unobservable}
-    if a is not None and a.tpot_ms:
-        out["tpot_ms"] = {"measured": round(a.tpot_ms, 3),
-                          "max": round(a.tpot_ms * (1 + tpot_tolerance), 3)}
+    tpot = tpot_ms or (a.tpot_ms if a is not None else None)
+    if tpot:
+        out["tpot_ms"] = {"measured": round(tpot, 3),
+                          "max": round(tpot * (1 + tpot_tolerance), 3)}
     if a is not None and a.accept_length:
         out["accept_length"] = {"measured": round(a.accept_length, 3),
                                 "min": round(max(gate_floor, 0.75 * a.accept_length), 3)}
@@ -125,7 +128,10 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
 def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
-                  tpot_tolerance: float = 0.15, vocab_size: int | None = None) -> list[Path]:
+                  tpot_tolerance: float = 0.15, vocab_size: int | None = None,
+                  estimate: Estimate | None = None) -> list[Path]:
+    """Write the profile of ``result``; ``estimate``: the finals' pooled TPOT of its
+    configuration (:func:`tuner.study.estimates`), reported instead of the first reading."""
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
     files = engine.profile_files(
@@ -148,6 +154,13 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
             "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
             if a.accuracy_ci95 else None, "requests": a.requests,
         }
+        if estimate is not None and estimate.remeasured:
+            figures.update({
+                "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
+                "tpot_first_reading_ms": a.tpot_ms, "tpot_launches": estimate.launches,
+                "tpot_is": ("the mean of the confirmation launches taken after the finals "
+                            "chose it (unbiased)" if estimate.unbiased else
+                            "the mean over its launches")})
     profile = {
         "profile_version": 1,
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -165,12 +178,14 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",
         "baseline": {"tpot_ms": base.tpot_ms, "accuracy": base.accuracy} if base else None,
-        "speedup": (base.tpot_ms / a.tpot_ms) if (base and a and base.tpot_ms and a.tpot_ms)
+        "speedup": (base.tpot_ms / figures["tpot_ms"]) if (base and base.tpot_ms
+                                                            and figures.get("tpot_ms"))
         else None,
         "launch": {"argv": plan.argv, "env": {k: v for k, v in plan.env.items()
                                               if not k.startswith("TUNER_SIM_")},
                    "files": sorted(files)},
-        "expect": expectations(result, gate_floor=gate_floor, tpot_tolerance=tpot_tolerance),
+        "expect": expectations(result, gate_floor=gate_floor, tpot_tolerance=tpot_tolerance,
+                               tpot_ms=figures.get("tpot_ms")),
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return [out / n for n in (*files, "profile.yaml")]

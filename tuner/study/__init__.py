@@ -10,6 +10,8 @@ from tuner.study._front import feasible_front
 from tuner.study._lock import DriverLock
 from tuner.study._lock import LockHeld
 from tuner.study._open import open_study
+from tuner.study._pooled import Estimate
+from tuner.study._pooled import estimates
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
@@ -31,9 +33,10 @@ from tuner.study._summary import summaries
 from tuner.study._summary import summarize
 
 
-__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "LockHeld",
+__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
+           "LockHeld",
            "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy", "TrialSummary",
-           "add_failure_twin", "baseline_trial", "context_of", "distribution",
+           "add_failure_twin", "baseline_trial", "context_of", "distribution", "estimates",
            "feasible_best", "feasible_front", "locate", "make_sampler", "open_study",
            "redact_url", "slug", "suggest", "summaries", "summarize", "tell_result",
            "write_legacy_constraints"]

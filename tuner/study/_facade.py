@@ -103,8 +103,9 @@ class SweepStudy:
         return out
 
     def counted(self) -> int:
-        """Measured configurations: what the ``--trials`` budget counts."""
-        return sum(1 for t in self.trials() if t.measured)
+        """Launches that measured something (configurations and the finals'
+        re-measurements): what the ``--trials`` budget counts."""
+        return sum(1 for t in self.trials() if t.launched)
 
     def baseline(self) -> TrialSummary | None:
         """The measured baseline (COMPLETE), or None."""
@@ -178,10 +179,10 @@ class SweepStudy:
         h = config.hash()
         trial.set_user_attr("config_hash", h)
         earlier = self.measured().get(h)
-        if earlier is not None and role != Role.BASELINE:
+        if earlier is not None and role not in (Role.BASELINE, Role.REMEASURE):
             self._copy(trial, earlier.number)
             return Proposal(trial.number, role, "repeat", config, h)
-        if h in self._inflight:
+        if h in self._inflight and role != Role.REMEASURE:
             self._waiting.setdefault(h, []).append(trial)
             return Proposal(trial.number, Role.DUPLICATE, "wait", config, h, trial=trial)
         self._inflight[h] = trial.number
@@ -196,7 +197,7 @@ class SweepStudy:
         base_tpot = base.tpot_ms if base is not None else None
         state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
                             baseline_tpot=base_tpot, role=proposal.role.value, store=self.store)
-        if state == "FAIL":
+        if state == "FAIL" and proposal.role != Role.REMEASURE:
             add_failure_twin(self.study, self.study.trials[proposal.number],
                              with_accuracy=self.with_accuracy,
                              pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
@@ -207,6 +208,16 @@ class SweepStudy:
         for dup in self._waiting.pop(h, []):
             self._copy(dup, proposal.number)
         return state
+
+    def remeasure(self, canonicalize: Canonicalize, number: int, confirm: bool = False
+                  ) -> Proposal:
+        """Launch trial ``number``'s configuration again (the finals): a ``remeasure``
+        trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
+        launch of the chosen pick, whose mean is its reported TPOT."""
+        base = self.study.trials[number]
+        self.study.enqueue_trial(dict(base.params), user_attrs={
+            ROLE: Role.REMEASURE.value, "remeasure_of": number, "confirm": confirm})
+        return self.propose(canonicalize)
 
     def abandon(self, proposal: Proposal, why: str) -> None:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
@@ -242,7 +253,10 @@ class SweepStudy:
         self._enqueue_retry(trial, role)
 
     def _enqueue_retry(self, trial: Any, role: str) -> None:
-        self.study.enqueue_trial(trial.params, user_attrs={ROLE: role, "retry_of": trial.number})
+        attrs = {ROLE: role, "retry_of": trial.number}
+        if "remeasure_of" in trial.user_attrs:
+            attrs["remeasure_of"] = trial.user_attrs["remeasure_of"]
+        self.study.enqueue_trial(trial.params, user_attrs=attrs)
 
     def _copy(self, trial: Any, earlier_number: int) -> None:
         """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""

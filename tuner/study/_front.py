@@ -8,14 +8,44 @@ from tuner.study._record import ROLE
 
 
 def feasible_front(study: Any) -> list[Any]:
-    """Optuna's Pareto front (min TPOT, max accuracy) restricted to feasible, measured
-    trials: never failure stand-ins, copied repeats or gated trials."""
-    return [t for t in study.best_trials
-            if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate")
+    """The Pareto front (min TPOT, max accuracy) of the feasible, measured trials: never
+    failure stand-ins, copied repeats, the finals' re-measurements or gated trials.
+
+    Computed over those trials only (not filtered from Optuna's ``best_trials``: a lucky
+    re-measurement would hide the trial it re-measured), in O(n log n)."""
+    from optuna.trial import TrialState
+
+    rows = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate", "remeasure")
             and all(v <= 0 for v in t.constraints.values())]
+    if not rows:
+        return []
+    if len(rows[0].values) == 1:
+        best = min(t.values[0] for t in rows)
+        return [t for t in rows if t.values[0] == best]
+    out, top = [], float("-inf")
+    for t in sorted(rows, key=lambda t: (t.values[0], -t.values[1])):
+        if t.values[1] > top:
+            out.append(t)
+            top = t.values[1]
+    return sorted(out, key=lambda t: t.number)
 
 
 def feasible_best(study: Any) -> Any | None:
-    """The fastest trial of the feasible front (None before one exists)."""
+    """The fastest feasible configuration's first trial (None before one exists).
+
+    Before the finals: the fastest of the feasible front. During: the finalist with the
+    lowest mean over its launches. After: the configuration the finals confirmed
+    (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured."""
+    from tuner.study._pooled import estimates
+    from tuner.study._summary import summaries
+
+    rows = summaries(study)
+    feasible = {s.number for s in rows if s.measured and s.feasible}
+    est = [e for n, e in estimates(study, rows).items() if n in feasible and e.remeasured]
+    if est:
+        confirmed = [e for e in est if e.unbiased]
+        chosen = min(confirmed or est, key=lambda e: e.pooled_ms)
+        return study.trials[chosen.number]
     front = feasible_front(study)
     return min(front, key=lambda t: t.values[0]) if front else None

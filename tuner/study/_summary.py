@@ -21,6 +21,7 @@ class Role(enum.StrEnum):
     TRIAL = "trial"                # a configuration the search proposed and measured
     DUPLICATE = "duplicate"        # a repeat of a measured configuration: its result copied
     FAILURE_TWIN = "failure_twin"  # a COMPLETE, infeasible stand-in of a FAIL trial
+    REMEASURE = "remeasure"        # a finalist launched again (tuner/sweep/_finals.py)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,15 @@ class TrialSummary:
     gate: list[str] = field(default_factory=list)
     recovered: bool = False                      # left RUNNING by a dead driver, re-queued
     duplicate_of: int | None = None
+    remeasure_of: int | None = None
+    confirm: bool = False                        # a finals' confirmation launch of the pick
+
+    @property
+    def launched(self) -> bool:
+        """A launch the ``--trials`` budget counts: a measured configuration or a finals'
+        re-measurement (not a copy, a stand-in or a dead run)."""
+        return self.measured or (self.role == Role.REMEASURE and not self.recovered
+                                 and self.state in ("COMPLETE", "FAIL"))
 
     @property
     def measured(self) -> bool:
@@ -73,7 +83,8 @@ def summarize(trial: Any) -> TrialSummary:
         accuracy_ci95=a.get("accuracy_ci95"), accept_length=a.get("accept_length"),
         ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
-        recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"))
+        recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
+        remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")))
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,9 @@ class SweepSettings:
     #: sampler alone
     staged: bool = True
     explore_every: int = 3         # with the plan: every n-th local proposal is the sampler's
+    #: share of the budget (trials, or hours) spent launching the finalists again
+    #: (_finals.py); 0: the pick is the fastest single reading
+    finals_share: float = 0.2
 
 
 @dataclass
@@ -99,6 +102,10 @@ class Driver:
         self.requeued: set[str] = set()
         self.repeats_in_a_row = 0
         self.exhausted = False
+        from tuner.sweep._finals import Finals
+
+        self.finals = Finals(trials=settings.trials, hours=settings.hours,
+                             share=settings.finals_share)
         self.plan = None
         if settings.staged:
             from tuner.sweep._strategy import StagedPlan
@@ -177,11 +184,22 @@ class Driver:
         repaired_values, why = self.engine.repair(self.space, values)
         return self.engine.canonicalize(self.space, repaired_values), why
 
+    def _finalist(self, baseline: TrialSummary | None) -> tuple[int, bool] | None:
+        if baseline is None or not self.finals.due(
+                trials=self.s.trials, launched=self.sweep.counted() + len(self.pending),
+                elapsed_s=time.monotonic() - self.progress.started):
+            return None
+        return self.finals.choose(self.sweep.trials())
+
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
-        planned = None
-        if self.plan is not None and baseline is not None:
-            planned = self.plan.next(self.sweep.measured(), self.sweep.best(), baseline)
-        prop = self.sweep.propose(self._canonical, planned=planned)
+        finalist = self._finalist(baseline)
+        if finalist is not None:
+            prop = self.sweep.remeasure(self._canonical, *finalist)
+        else:
+            planned = None
+            if self.plan is not None and baseline is not None:
+                planned = self.plan.next(self.sweep.measured(), self.sweep.best(), baseline)
+            prop = self.sweep.propose(self._canonical, planned=planned)
         if prop.kind == "invalid":
             return True
         if prop.kind in ("repeat", "wait"):

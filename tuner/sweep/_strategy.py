@@ -12,7 +12,8 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    together (knobs often help independently; when they do not, step 3 finds out).
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
-   draft steps and verify window, moved together). Every ``explore_every``-th proposal, and
+   draft steps and verify window, moved together); moves of conditional knobs first (the
+   screens already measured each top-level value). Every ``explore_every``-th proposal, and
    every proposal once the neighbourhood is exhausted, is left to the sampler (TPE by
    default) so the search never stays in one basin.
 
@@ -99,11 +100,18 @@ class StagedPlan:
             return None
         cands = neighbours(self.space, best.config)
         self.rng.shuffle(cands)
+        # the screens already measured every top-level value: the conditional knobs the
+        # incumbent turned on (draft steps, verify window, activation) come first
+        cands.sort(key=lambda c: self._moves_top_level(best.config, c))
         for cfg in cands:
             h = self._hash(cfg)
             if h is not None and h not in seen:
                 return self._issue(cfg, h, "neighbour")
         return None
+
+    def _moves_top_level(self, incumbent: dict[str, Any], cand: dict[str, Any]) -> bool:
+        changed = {n for n in set(incumbent) | set(cand) if incumbent.get(n) != cand.get(n)}
+        return any(not self.space.knob(n).when for n in changed)
 
     def _issue(self, cfg: dict[str, Any], h: str, why: str) -> tuple[dict[str, Any], str]:
         self.issued.add(h)

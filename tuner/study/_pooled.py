@@ -1,0 +1,85 @@
+"""Pooled TPOT estimates: one per measured configuration, over all its launches.
+
+A sweep measures each configuration once and keeps the fastest: that reading is the
+luckiest of many draws, biased low (docs/performance.md measured ~3% on the Spark space).
+The finals (:mod:`tuner.sweep._finals`) launch the finalists again and rank them by the
+mean over all their launches (``pooled_ms``); ranking by it still favours a lucky one, so
+the finals end with **confirmation** launches of the leader, taken after it was chosen.
+The reported TPOT of a confirmed configuration is the mean of those launches only: an
+unbiased estimate, with an interval over launches (Student's t) that includes
+launch-to-launch variation, not only one launch's requests.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.study._summary import Role
+from tuner.study._summary import TrialSummary
+from tuner.study._summary import summaries
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """TPOT of one configuration: ``number`` is the trial that first measured it."""
+
+    number: int
+    tpot_ms: float         # the confirmed mean when confirmed, else ``pooled_ms``
+    low: float
+    high: float
+    launches: int          # every launch that measured it, the first included
+    remeasured: int        # launches of the finals (confirmations included)
+    unbiased: bool         # from confirmation launches only (taken after the choice)
+    pooled_ms: float = 0.0  # mean over every launch: what the finals rank by
+
+    def overlaps(self, other: Estimate) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def _interval(values: list[float], fallback: list[float] | None) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    if len(values) >= 2:
+        from scipy.stats import t
+
+        half = t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(
+            len(values))
+        return mean - half, mean + half
+    if fallback:
+        return fallback[0], fallback[1]
+    return mean, mean
+
+
+def estimates(study: Any, trials: list[TrialSummary] | None = None) -> dict[int, Estimate]:
+    """Trial number -> :class:`Estimate`, for every COMPLETE measured trial (baseline or
+    trial role)."""
+    rows = trials if trials is not None else summaries(study)
+    again: dict[int, list[TrialSummary]] = {}
+    for s in rows:
+        if s.role == Role.REMEASURE and s.state == "COMPLETE" and s.tpot_ms and (
+                s.remeasure_of is not None):
+            again.setdefault(s.remeasure_of, []).append(s)
+    out: dict[int, Estimate] = {}
+    for s in rows:
+        if not (s.measured and s.state == "COMPLETE" and s.tpot_ms):
+            continue
+        fresh = again.get(s.number, [])
+        pooled = statistics.fmean([s.tpot_ms, *(r.tpot_ms for r in fresh if r.tpot_ms)])
+        confirmed = [r for r in fresh if r.confirm]
+        if confirmed:
+            values = [r.tpot_ms for r in confirmed if r.tpot_ms]
+            low, high = _interval(values, confirmed[0].tpot_ci95 if len(values) == 1
+                                  else None)
+            out[s.number] = Estimate(s.number, statistics.fmean(values), low, high,
+                                     1 + len(fresh), len(fresh), True, pooled)
+        elif fresh:
+            values = [s.tpot_ms, *(r.tpot_ms for r in fresh if r.tpot_ms)]
+            low, high = _interval(values, None)
+            out[s.number] = Estimate(s.number, pooled, low, high, len(values), len(fresh),
+                                     False, pooled)
+        else:
+            low, high = (s.tpot_ci95 or [s.tpot_ms, s.tpot_ms])[:2]
+            out[s.number] = Estimate(s.number, s.tpot_ms, low, high, 1, 0, False, s.tpot_ms)
+    return out

@@ -1,0 +1,67 @@
+"""The finals: the end of a sweep launches its finalists again, so the pick is decided by
+fresh launches, not by the lucky draw that put it on top, and its TPOT is reported from
+launches taken after it was chosen.
+
+Finalists: the feasible configurations whose TPOT interval overlaps the best one's (the
+fastest ``max_finalists``). The last ``share`` of the trial budget (or of ``--hours``) is
+theirs: first a **race** (one launch at a time, always to the finalist with the fewest
+launches; ranked by the mean over all their launches), then **confirmation** launches of
+the race's leader. The pick is the confirmed configuration; its reported TPOT is the mean
+of the confirmation launches only (:mod:`tuner.study._pooled`), an unbiased estimate.
+"""
+
+from __future__ import annotations
+
+from tuner.study import TrialSummary
+from tuner.study import estimates
+
+
+class Finals:
+    def __init__(self, *, trials: int | None, hours: float | None, share: float,
+                 max_finalists: int = 3) -> None:
+        self.max_finalists = max_finalists
+        self.reserve = (max(2, round(share * trials)) if trials and trials >= 10 and share
+                        else 0)
+        self.search_share = (1 - share) if hours and share else None
+        self.hours = hours
+        self.finalists: list[int] | None = None
+        self.issued: dict[int, int] = {}
+        self.leader: int | None = None
+        self.confirmations = 0
+
+    def due(self, *, trials: int | None, launched: int, elapsed_s: float) -> bool:
+        """Whether the search phase is over and the finals run now."""
+        if self.finalists is not None:
+            return True
+        if self.reserve and trials is not None and launched >= trials - self.reserve:
+            return True
+        return bool(self.search_share and self.hours
+                    and elapsed_s >= self.search_share * self.hours * 3600)
+
+    def choose(self, rows: list[TrialSummary]) -> tuple[int, bool] | None:
+        """(trial whose configuration to launch next, whether it is a confirmation), or
+        None when nothing is feasible yet."""
+        est = estimates(None, rows)
+        feasible = {s.number for s in rows if s.measured and s.feasible}
+        if self.finalists is None:
+            cands = sorted((e for n, e in est.items() if n in feasible),
+                           key=lambda e: e.tpot_ms)
+            if not cands:
+                return None
+            self.finalists = [e.number for e in cands if e.overlaps(cands[0])][
+                :self.max_finalists]
+        race = self.reserve - self._confirm_share() if self.reserve else 2 ** 31
+        if self.leader is None and sum(self.issued.values()) < race:
+            number = min(self.finalists, key=lambda n: (
+                self.issued.get(n, 0), est[n].pooled_ms if n in est else 0.0))
+            self.issued[number] = self.issued.get(number, 0) + 1
+            return number, False
+        if self.leader is None:
+            ranked = [n for n in self.finalists if n in est and n in feasible]
+            self.leader = min(ranked, key=lambda n: est[n].pooled_ms) if ranked else \
+                self.finalists[0]
+        self.confirmations += 1
+        return self.leader, True
+
+    def _confirm_share(self) -> int:
+        return max(1, self.reserve // 3)
