@@ -229,3 +229,23 @@ def test_launch_script_runs_the_entry_point_that_was_measured(
     write_profile(tmp_path, engine, entry, SPACE.spec.model.path, measured, trial_number=0,
                   study_name="t", storage_url="sqlite:///t.db", baseline=None, gate_floor=1.2)
     assert _launch_argv(tmp_path)[:4] == entry
+
+
+def test_the_profile_reports_the_finals_confirmed_tpot_and_verify_bounds_it(
+        measured: TrialResult, tmp_path: Path) -> None:
+    from tuner.study import Estimate
+
+    assert measured.aggregates is not None and measured.aggregates.tpot_ms
+    first = measured.aggregates.tpot_ms
+    est = Estimate(number=5, tpot_ms=first * 1.04, low=first, high=first * 1.08, launches=4,
+                   remeasured=3, unbiased=True, pooled_ms=first * 1.03)
+    write_profile(tmp_path, make_engine("sglang"), ["sglang", "serve"],
+                  SPACE.spec.model.path, measured, trial_number=5, study_name="t",
+                  storage_url="sqlite:///t.db", baseline=None, gate_floor=1.2,
+                  tpot_tolerance=0.15, estimate=est)
+    prof = yaml.safe_load((tmp_path / "profile.yaml").read_text())
+    assert prof["figures"]["tpot_ms"] == est.tpot_ms
+    assert prof["figures"]["tpot_first_reading_ms"] == first
+    assert prof["figures"]["tpot_launches"] == 4 and "unbiased" in prof["figures"]["tpot_is"]
+    assert prof["expect"]["tpot_ms"] == {"measured": round(est.tpot_ms, 3),
+                                         "max": round(est.tpot_ms * 1.15, 3)}

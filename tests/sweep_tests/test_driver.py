@@ -27,9 +27,9 @@ ENGINE = make_engine("sim")
 
 
 def run(tmp: Path, runner: ModelRunner, *, trials: int = 15, space=SPACE, seed: int = 0,
-        sampler: str = "tpe") -> optuna.Study:
+        sampler: str = "tpe", staged: bool = True) -> optuna.Study:
     settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
-                             trials=trials, sampler=sampler, seed=seed)
+                             trials=trials, sampler=sampler, seed=seed, staged=staged)
     opts = TrialOptions(workdir=tmp, workload=space.spec.workload)
     return Driver(space, ENGINE, opts, settings, lambda: runner).run()
 
@@ -42,9 +42,13 @@ def test_baseline_first_budget_and_every_constraint_with_model_backed_runner(tmp
     assert trials[0].user_attrs[ROLE] == "baseline"
     assert runner.launched[0] == ENGINE.resolve(SPACE, {}).as_dict()
     measured = [t for t in trials if t.user_attrs.get(ROLE) in ("baseline", "trial")]
-    assert len(measured) == 15 == len(runner.launched)
+    finals = [t for t in trials if t.user_attrs.get(ROLE) == "remeasure"]
+    # the budget counts launches: 12 configurations, then 3 finals (20% of 15)
+    assert len(measured) + len(finals) == 15 == len(runner.launched)
+    assert len(finals) == 3
     hashes = [t.user_attrs["config_hash"] for t in measured]
-    assert len(hashes) == len(set(hashes))                 # measured once each
+    assert len(hashes) == len(set(hashes))                 # measured once each, then the
+    assert {t.user_attrs["config_hash"] for t in finals} <= set(hashes)   # finals again
     for t in trials:
         if t.state == optuna.trial.TrialState.COMPLETE:
             assert_every_constraint_set(t)
@@ -123,7 +127,7 @@ def test_no_launch_asks_for_a_draft_tree_sglang_cannot_build_with_model_backed_r
     data["knobs"]["spec_draft_tokens"]["default"] = 5
     space = parse_space(yaml.safe_dump(data))
     runner = ModelRunner(seed=6)
-    study = run(tmp_path, runner, trials=12, space=space, sampler="random")
+    study = run(tmp_path, runner, trials=12, space=space, sampler="random", staged=False)
     assert runner.launched
     assert all(c.get("spec_draft_tokens", 0) <= 5 for c in runner.launched)
     repaired = [t for t in study.get_trials() if t.user_attrs.get("repaired")]

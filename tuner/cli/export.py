@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -60,22 +61,30 @@ def export(
                           storage_url=redact_url(loc.storage_url), baseline=baseline,
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
+    _say_pick(result, trial.number, pick, estimate)
     c = console()
-    a = result.aggregates
-    cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
-    c.print(f"trial #{trial.number} ({pick}): {cfg}")
-    if a is not None and a.tpot_ms:
-        label = " (simulated machine time)" if result.simulated else ""
-        acc = f", accuracy {a.accuracy:.1%}" if a.accuracy is not None else ""
-        c.print(f"measured TPOT {a.tpot_ms:.2f} ms{label}, accept length "
-                f"{a.accept_length or 1:.2f}{acc}")
-        if estimate is not None and estimate.remeasured:
-            kind = "confirmation launches" if estimate.unbiased else "launches"
-            c.print(f"TPOT over {kind}: {estimate.tpot_ms:.2f} ms [{estimate.low:.2f}, "
-                    f"{estimate.high:.2f}] ({estimate.launches} launches in all); the "
-                    "profile reports this")
     for f in files:
         c.print(f"wrote {f}")
     c.print(f"serve it:  {folder}/launch.sh > server.log 2>&1 &\n"
             f"check it:  tuner verify {folder}/profile.yaml --url http://127.0.0.1:30000 "
             "--log server.log")
+
+
+def _say_pick(result: Any, number: int, pick: str, estimate: Any) -> None:
+    from tuner.cli._common import console
+
+    c = console()
+    a = result.aggregates
+    cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
+    c.print(f"trial #{number} ({pick}): {cfg}")
+    if a is None or not a.tpot_ms:
+        return
+    label = " (simulated machine time)" if result.simulated else ""
+    acc = f", accuracy {a.accuracy:.1%}" if a.accuracy is not None else ""
+    c.print(f"measured TPOT {a.tpot_ms:.2f} ms{label}, accept length "
+            f"{a.accept_length or 1:.2f}{acc}")
+    if estimate is not None and estimate.remeasured:
+        kind = "confirmation launches" if estimate.unbiased else "launches"
+        c.print(f"TPOT over {kind}: {estimate.tpot_ms:.2f} ms [{estimate.low:.2f}, "
+                f"{estimate.high:.2f}] ({estimate.launches} launches in all); the profile "
+                "reports this")

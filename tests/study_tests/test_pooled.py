@@ -1,0 +1,76 @@
+"""Pooled estimates and the finals' pick (tuner/study/_pooled.py, tuner/sweep/_finals.py)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from scipy.stats import t as student_t
+
+from tests.conftest import SPARK
+from tests.sweep_tests.model_runner import ModelRunner
+from tuner.engines import make_engine
+from tuner.space import load_space
+from tuner.study import Role
+from tuner.study import TrialSummary
+from tuner.study import estimates
+from tuner.study import feasible_best
+from tuner.study import summaries
+from tuner.study._storage import locate
+from tuner.sweep._driver import Driver
+from tuner.sweep._driver import SweepSettings
+from tuner.sweep._finals import Finals
+from tuner.trial import TrialOptions
+
+
+def _row(number: int, tpot: float, role: Role = Role.TRIAL, *, of: int | None = None,
+         confirm: bool = False) -> TrialSummary:
+    return TrialSummary(number=number, state="COMPLETE", role=role, values=[tpot, 0.97],
+                        feasible=True, tpot_ms=tpot, tpot_ci95=[tpot * 0.95, tpot * 1.05],
+                        remeasure_of=of, confirm=confirm)
+
+
+def test_the_confirmed_estimate_leaves_the_selection_draws_out() -> None:
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0),            # a lucky first reading
+            _row(2, 18.4, Role.REMEASURE, of=1),                    # the race
+            _row(3, 18.0, Role.REMEASURE, of=1, confirm=True),      # after the choice
+            _row(4, 18.6, Role.REMEASURE, of=1, confirm=True)]
+    e = estimates(None, rows)[1]
+    assert e.tpot_ms == statistics.fmean([18.0, 18.6]) and e.unbiased
+    assert e.launches == 4 and e.remeasured == 3
+    assert e.pooled_ms == statistics.fmean([17.0, 18.4, 18.0, 18.6])
+    half = student_t.ppf(0.975, 1) * statistics.stdev([18.0, 18.6]) / 2 ** 0.5
+    assert abs((e.high - e.low) / 2 - half) < 1e-9
+    unmeasured = estimates(None, rows)[0]
+    assert unmeasured.tpot_ms == 30.0 and not unmeasured.unbiased and unmeasured.launches == 1
+
+
+def test_finals_race_the_overlapping_configurations_then_confirm_the_leader() -> None:
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.5), _row(3, 25.0)]
+    f = Finals(trials=30, hours=None, share=0.2)          # 6 launches: 4 race, 2 confirm
+    assert f.reserve == 6
+    assert not f.due(trials=30, launched=23, elapsed_s=0)
+    assert f.due(trials=30, launched=24, elapsed_s=0)
+    race = [f.choose(rows) for _ in range(4)]
+    assert {n for n, confirm in race} == {1, 2} and not any(c for _, c in race)  # not #3
+    # the race showed #2 is faster: it is confirmed, though #1 read faster first
+    rows += [_row(10, 18.5, Role.REMEASURE, of=1), _row(11, 18.7, Role.REMEASURE, of=1),
+             _row(12, 17.4, Role.REMEASURE, of=2), _row(13, 17.6, Role.REMEASURE, of=2)]
+    assert f.choose(rows) == (2, True) and f.choose(rows) == (2, True)
+
+
+def test_a_default_sweep_picks_and_reports_the_confirmed_configuration_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    space = load_space(SPARK)
+    runner = ModelRunner(seed=2, noise=0.03)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=20, seed=2)
+    study = Driver(space, make_engine("sim"), TrialOptions(
+        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    rows = summaries(study)
+    confirms = [s for s in rows if s.role == Role.REMEASURE and s.confirm]
+    assert confirms and len({s.remeasure_of for s in confirms}) == 1
+    pick = feasible_best(study)
+    assert pick.number == confirms[0].remeasure_of
+    e = estimates(study)[pick.number]
+    assert e.unbiased and e.tpot_ms == statistics.fmean(s.tpot_ms for s in confirms)
