@@ -86,3 +86,53 @@ def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_
         # the sampler never sees the capacity knob as a parameter
         assert all("mem_fraction" not in t.params for t in study.get_trials()
                    if t.user_attrs.get("tuner:role") == "trial")
+
+
+class _FlakyOnce(ModelRunner):
+    """Fails the first launch of the second configuration it sees at start-up (a stand-in
+    for a start-up that fails once: a port taken, a driver hiccup)."""
+
+    def __init__(self, reason: str, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.reason, self.failed_once = reason, False
+
+    def _run(self, job):  # type: ignore[no-untyped-def]
+        res = super()._run(job)
+        if len(self.launched) == 2 and not self.failed_once:
+            self.failed_once = True
+            res.status, res.reason, res.message = "failed", self.reason, "exited during start"
+            res.aggregates = res.gate = None
+        return res
+
+
+def test_a_flaky_start_up_is_launched_once_more_before_it_counts_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    runner = _FlakyOnce("launch_error", seed=0)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=8, seed=0)
+    study = Driver(SPACE, ENGINE, TrialOptions(workdir=tmp_path, workload=SPACE.spec.workload),
+                   settings, lambda: runner).run()
+    rows = summaries(study)
+    failed = [s for s in rows if s.state == "FAIL"]
+    assert len(failed) == 1 and failed[0].retried and failed[0].reason == "launch_error"
+    retry = [t for t in study.get_trials()
+             if t.user_attrs.get("flaky_retry_of") == failed[0].number]
+    assert len(retry) == 1 and retry[0].state == optuna.trial.TrialState.COMPLETE
+    assert retry[0].user_attrs["config_hash"] == failed[0].config_hash
+    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
+                "failure_twin"]                          # the sampler is not steered away
+    assert sum(s.launched for s in rows) == 8 == len(runner.launched)
+
+
+def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    runner = _FlakyOnce("oom", seed=0)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=8, seed=0)
+    study = Driver(SPACE, ENGINE, TrialOptions(workdir=tmp_path, workload=SPACE.spec.workload),
+                   settings, lambda: runner).run()
+    failed = [s for s in summaries(study) if s.state == "FAIL"]
+    assert len(failed) == 1 and not failed[0].retried
+    assert not [t for t in study.get_trials() if "flaky_retry_of" in t.user_attrs]
+    assert [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
+            "failure_twin"]

@@ -3,7 +3,9 @@
 Kinds of trial: ``feasible`` (measured, every constraint met), ``gated`` (measured, a gate
 rule fired: collapse or accuracy drop), ``failed`` (no measurement: crash, OOM, timeout,
 unsupported knob, effect mismatch...). Failure twins and repeats of a measured configuration
-are bookkeeping and never shown as trials of their own.
+are bookkeeping and never shown as trials of their own; the finals' re-measurements are
+pooled into the row of the configuration they re-measured (its TPOT is then the pooled
+estimate, :func:`tuner.study.estimates`, and ``launches`` says how many launches it pools).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from tuner.space import value_key
 from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import context_of
+from tuner.study import estimates
+from tuner.study import feasible_best
 from tuner.study import feasible_front
 from tuner.study import summaries
 
@@ -31,6 +35,8 @@ class StudyData:
     with_accuracy: bool
     #: Trial numbers on the feasible Pareto front (:func:`tuner.study.feasible_front`).
     front_numbers: frozenset[int] = frozenset()
+    #: The trial ``tuner export --pick fastest`` takes (:func:`tuner.study.feasible_best`).
+    pick_number: int | None = None
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -84,8 +90,10 @@ def collect(study: Any) -> StudyData:
     knobs: list[str] = []
     rows = []
     baseline = None
-    for t in summaries(study):
-        if t.role in (Role.FAILURE_TWIN, Role.DUPLICATE) or t.recovered:
+    every = summaries(study)
+    pooled = estimates(study, every)
+    for t in every:
+        if t.role in (Role.FAILURE_TWIN, Role.DUPLICATE, Role.REMEASURE) or t.recovered:
             continue
         if t.state not in ("COMPLETE", "FAIL"):
             continue
@@ -93,13 +101,18 @@ def collect(study: Any) -> StudyData:
             if k not in knobs:
                 knobs.append(k)
         ci: list[Any] = list(t.tpot_ci95) if t.tpot_ci95 else [None, None]
+        e = pooled.get(t.number)
+        tpot, launches = t.tpot_ms, 1
+        if e is not None and e.remeasured:
+            tpot, ci, launches = e.tpot_ms, [e.low, e.high], e.launches
         aci: list[Any] = list(t.accuracy_ci95) if t.accuracy_ci95 else [None, None]
         row = {
             "number": t.number, "role": t.role.value, "kind": _kind(t),
-            "tpot_ms": t.tpot_ms, "tpot_lo": ci[0], "tpot_hi": ci[1],
+            "tpot_ms": tpot, "tpot_lo": ci[0], "tpot_hi": ci[1], "launches": launches,
+            "first_reading_ms": t.tpot_ms,
             "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
             "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
-            "ttft_s": t.ttft_s, "speedup": t.speedup,
+            "ttft_s": t.ttft_s,
             "reason": t.reason, "message": t.message,
             "gate": ", ".join(t.gate), "config": t.config,
             "config_hash": t.config_hash,
@@ -115,7 +128,8 @@ def collect(study: Any) -> StudyData:
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context_of(study).simulated,
                      with_accuracy=len(study.directions) > 1,
-                     front_numbers=frozenset(t.number for t in feasible_front(study)))
+                     front_numbers=frozenset(t.number for t in feasible_front(study)),
+                     pick_number=pick.number if (pick := feasible_best(study)) else None)
 
 
 def differs(row: Any, baseline: dict[str, Any] | None) -> str:

@@ -10,10 +10,28 @@ from tuner.report._data import StudyData
 from tuner.report._data import differs
 
 
+def _verdict(r: Any, data: StudyData) -> str:
+    """gated/failed, ``pick`` (what export takes), ``tie with the pick`` (TPOT intervals
+    overlap: the data cannot say which is faster), or feasible."""
+    if r["kind"] == "gated":
+        return "gated: " + r["gate"]
+    if r["kind"] != "feasible" or data.pick_number is None:
+        return r["kind"]
+    if int(r["number"]) == data.pick_number:
+        return "pick"
+    t = data.trials
+    p = t[t["number"] == data.pick_number]
+    if not p.empty and pd.notna(r.get("tpot_lo")) and pd.notna(p.iloc[0]["tpot_lo"]) and (
+            r["tpot_lo"] <= p.iloc[0]["tpot_hi"] and p.iloc[0]["tpot_lo"] <= r["tpot_hi"]):
+        return "tie with the pick"
+    return "feasible"
+
+
 def _row(r: Any, data: StudyData) -> dict[str, Any]:
     base = data.baseline["tpot_ms"] if data.baseline else None
     return {
         "trial": int(r["number"]), "kind": r["kind"],
+        "launches": int(r["launches"]) if pd.notna(r.get("launches")) else 1,
         "tpot_ms": r["tpot_ms"], "tpot_ci95": (f"[{r['tpot_lo']:.2f}, {r['tpot_hi']:.2f}]"
                                                if pd.notna(r.get("tpot_lo")) else None),
         "decode_tok_s": r.get("decode_tok_s"), "accuracy": r.get("accuracy"),
@@ -22,7 +40,7 @@ def _row(r: Any, data: StudyData) -> dict[str, Any]:
         "accept_length": r.get("accept_length"),
         "speedup": (base / r["tpot_ms"]) if base and pd.notna(r["tpot_ms"]) else None,
         "differs_from_baseline": differs(r, data.baseline),
-        "verdict": ("gated: " + r["gate"]) if r["kind"] == "gated" else r["kind"],
+        "verdict": _verdict(r, data),
     }
 
 
@@ -59,7 +77,9 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
             t.add_column(col, overflow="fold")
         for _, r in df.iterrows():
             colour = {"feasible": "green", "gated": "yellow"}.get(r["kind"], "red")
-            t.add_row(f"#{r['trial']}", f"{_fmt(r['tpot_ms'], '.2f')} {r['tpot_ci95'] or ''}",
+            runs = f" x{r['launches']}" if r["launches"] > 1 else ""
+            t.add_row(f"#{r['trial']}",
+                      f"{_fmt(r['tpot_ms'], '.2f')} {r['tpot_ci95'] or ''}{runs}",
                       _fmt(r["decode_tok_s"], ".1f"),
                       f"{_fmt(r['accuracy'], '.1%')} {r['accuracy_ci95'] or ''}",
                       _fmt(r["accept_length"], ".2f"), _fmt(r["speedup"], ".2f") + "x",

@@ -39,6 +39,9 @@ from tuner.study._summary import summarize
 from tuner.trial import TrialResult
 
 
+#: Failures a second launch may not repeat (no out-of-memory, refused flag or mismatch
+#: behind them): retried once before they count.
+FLAKY_REASONS = ("launch_error", "startup_timeout")
 #: (repaired values, why or None) -> the canonical configuration; raises UserError when
 #: the engine refuses it.
 Canonicalize = Callable[[dict[str, Any]], tuple[Config, str | None]]
@@ -190,14 +193,20 @@ class SweepStudy:
 
     def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
                ) -> str:
-        """Tell ``proposal``'s result (state ``COMPLETE`` or ``FAIL``); a FAIL gets its failure
-        twin, ``requeue`` queues the configuration once more (a lost worker); repeats that
-        waited on it are answered."""
+        """Tell ``proposal``'s result (state ``COMPLETE`` or ``FAIL``); a flaky start-up
+        failure is launched once more, another FAIL gets its failure twin; ``requeue`` queues
+        the configuration once more (a lost worker); repeats that waited on it are answered."""
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
+        flaky = self._flaky(proposal, result)
         state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
-                            baseline_tpot=base_tpot, role=proposal.role.value, store=self.store)
-        if state == "FAIL" and proposal.role != Role.REMEASURE:
+                            baseline_tpot=base_tpot, role=proposal.role.value, store=self.store,
+                            extra_attrs={"retried": True} if flaky else None)
+        if state == "FAIL" and flaky:
+            self.study.enqueue_trial(proposal.trial.params, user_attrs={
+                ROLE: proposal.role.value, "flaky_retry_of": proposal.number})
+            requeue = False
+        elif state == "FAIL" and proposal.role != Role.REMEASURE:
             add_failure_twin(self.study, self.study.trials[proposal.number],
                              with_accuracy=self.with_accuracy,
                              pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
@@ -218,6 +227,16 @@ class SweepStudy:
         self.study.enqueue_trial(dict(base.params), user_attrs={
             ROLE: Role.REMEASURE.value, "remeasure_of": number, "confirm": confirm})
         return self.propose(canonicalize)
+
+    @staticmethod
+    def _flaky(proposal: Proposal, result: TrialResult) -> bool:
+        """A start-up that failed without a deterministic cause (``FLAKY_REASONS``) is
+        launched once more before it counts as a failure: the failed trial stays, marked
+        ``retried`` (neither measured nor a failure twin), and the retry carries
+        ``flaky_retry_of``; a retry that fails again counts."""
+        return (result.status == "failed" and result.reason in FLAKY_REASONS
+                and proposal.role != Role.REMEASURE
+                and "flaky_retry_of" not in proposal.trial.user_attrs)
 
     def abandon(self, proposal: Proposal, why: str) -> None:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither

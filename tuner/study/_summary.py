@@ -51,19 +51,21 @@ class TrialSummary:
     duplicate_of: int | None = None
     remeasure_of: int | None = None
     confirm: bool = False                        # a finals' confirmation launch of the pick
+    retried: bool = False                        # a start-up failure launched once more
 
     @property
     def launched(self) -> bool:
         """A launch the ``--trials`` budget counts: a measured configuration or a finals'
         re-measurement (not a copy, a stand-in or a dead run)."""
-        return self.measured or (self.role == Role.REMEASURE and not self.recovered
-                                 and self.state in ("COMPLETE", "FAIL"))
+        return self.measured or self.retried or (
+            self.role == Role.REMEASURE and not self.recovered
+            and self.state in ("COMPLETE", "FAIL"))
 
     @property
     def measured(self) -> bool:
         """A configuration that was really run (not a copy, a stand-in or a dead run)."""
         return (self.role in (Role.BASELINE, Role.TRIAL) and not self.recovered
-                and self.state in ("COMPLETE", "FAIL"))
+                and not self.retried and self.state in ("COMPLETE", "FAIL"))
 
 
 def summarize(trial: Any) -> TrialSummary:
@@ -84,7 +86,8 @@ def summarize(trial: Any) -> TrialSummary:
         ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
-        remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")))
+        remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
+        retried=bool(a.get("retried")))
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,8 @@ class Driver:
         if state == "FAIL":
             p.failed += 1
             p.last = f"#{n} FAILED {result.reason}: {(result.message or '')[:120]}"
+            if self.study.trials[n].user_attrs.get("retried"):
+                p.last += " (a start-up failure: launching it once more)"
         else:
             a = result.aggregates
             gated = result.gate is not None and not result.gate.passed
@@ -300,7 +302,10 @@ class Driver:
             p.baseline_tpot = baseline.tpot_ms
         best = self.sweep.best()
         if best is not None and best.values:
-            p.best_tpot, p.best_number = best.values[0], best.number
+            from tuner.study import estimates
+
+            e = estimates(None, self.sweep.trials()).get(best.number)   # pooled after finals
+            p.best_tpot, p.best_number = (e.tpot_ms if e else best.values[0]), best.number
 
 
 def _cancelled(number: int, why: str) -> Outcome:
