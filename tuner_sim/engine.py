@@ -77,8 +77,10 @@ class Engine:
 
     def __init__(self, perf: PerfModel, *, max_running: int, time_scale: float,
                  noise: float, seed: int, decode_log_interval: int, max_total_tokens: int,
-                 log: Callable[[str], None], on_finish: Callable[[SimRequest], None]) -> None:
+                 log: Callable[[str], None], on_finish: Callable[[SimRequest], None],
+                 launch_factor: float = 1.0) -> None:
         self.perf = perf
+        self.launch_factor = launch_factor
         self.max_running = max_running
         self.scale = time_scale
         self.noise = noise
@@ -115,10 +117,12 @@ class Engine:
             time.sleep(delay)
 
     def _jitter(self) -> float:
-        """A lognormal factor with mean 1, so noise never moves the model's expected time."""
+        """This launch's speed factor times a per-iteration lognormal factor; both have
+        mean 1, so noise never moves the model's expected time."""
         if self.noise <= 0:
-            return 1.0
-        return math.exp(self.rng.gauss(-0.5 * self.noise ** 2, self.noise))
+            return self.launch_factor
+        return self.launch_factor * math.exp(self.rng.gauss(-0.5 * self.noise ** 2,
+                                                            self.noise))
 
     def _loop(self) -> None:
         while True:

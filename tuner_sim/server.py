@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import random
 import sys
@@ -109,6 +110,13 @@ class SimServer:
         self.scale = float(env.get("TUNER_SIM_TIME_SCALE", "1") or 1)
         self.noise = float(env.get("TUNER_SIM_NOISE", "0.02") or 0)
         self.seed = int(env.get("TUNER_SIM_SEED", "0") or 0)
+        # launch-to-launch variation (docs/simulator.md): one mean-1 lognormal factor per
+        # launch, drawn afresh every time (the same configuration launched twice differs,
+        # as on a real machine); none when timing noise is off
+        cv = float(env.get("TUNER_SIM_LAUNCH_CV", "0.02" if self.noise > 0 else "0") or 0)
+        sigma = math.sqrt(math.log(1 + cv * cv))
+        self.launch_factor = (math.exp(random.SystemRandom().gauss(-sigma * sigma / 2, sigma))
+                              if cv > 0 else 1.0)
         self.faults = Faults(env)
         self.ready = False
         self.startup_wall = time.monotonic()
@@ -213,7 +221,8 @@ class SimServer:
         self.engine = Engine(
             self.perf, max_running=a["max_running_requests"], time_scale=self.scale,
             noise=self.noise, seed=self.seed, decode_log_interval=a["decode_log_interval"],
-            max_total_tokens=mem.max_total_num_tokens, log=log, on_finish=self._on_finish)
+            max_total_tokens=mem.max_total_num_tokens, log=log, on_finish=self._on_finish,
+            launch_factor=self.launch_factor)
         self.crash_after = faults.get("crash_after")
         self.startup_machine_s = st.process_s + extra + load_s
         self._serve(a)
@@ -466,6 +475,7 @@ class SimServer:
             "startup_time": self.startup_time, "hicache_object_layout": None,
             "kv_events": None, "internal_states": [state], "version": self.variant.version
             .__version__, "frontend": "python", "time_scale": self.scale,
+            "launch_speed_factor": self.launch_factor,
         })
         return a
 

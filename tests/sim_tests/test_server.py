@@ -201,3 +201,18 @@ def test_sim_help_lists_flags_for_doctor() -> None:
     out = subprocess.run([sys.executable, "-m", "tuner_sim.stock", "serve", "--help"],
                          capture_output=True, text=True, timeout=30).stdout
     assert "--moe-runner-backend {auto," in out and "--enable-fp32-lm-head" in out
+
+
+def test_each_launch_draws_its_own_speed_factor(tmp_path: Path) -> None:
+    from tests.simulator import running_sim
+
+    def factor(s: ServerProcess) -> float:
+        return float(httpx.get(f"{s.base_url}/server_info").json()["launch_speed_factor"])
+
+    factors = []
+    for _ in range(2):
+        with running_sim(tmp_path, TUNER_SIM_NOISE="0.02", TUNER_SIM_LAUNCH_CV="0.05") as s:
+            factors.append(factor(s))
+    assert factors[0] != factors[1] and all(0.7 < f < 1.3 for f in factors)
+    with running_sim(tmp_path) as s:               # timing noise off: no launch factor either
+        assert factor(s) == 1.0
