@@ -15,6 +15,7 @@ from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import estimates
 from tuner.study import feasible_best
+from tuner.study import largest_capacity
 from tuner.study import summaries
 from tuner.study._storage import locate
 from tuner.sweep._driver import Driver
@@ -52,11 +53,11 @@ def test_finals_race_the_overlapping_configurations_then_confirm_the_leader() ->
     assert not f.due(trials=30, launched=23, elapsed_s=0)
     assert f.due(trials=30, launched=24, elapsed_s=0)
     race = [f.choose(rows) for _ in range(4)]
-    assert {n for n, confirm in race} == {1, 2} and not any(c for _, c in race)  # not #3
+    assert {n for n, _, _ in race} == {1, 2} and not any(c for _, c, _ in race)  # not #3
     # the race showed #2 is faster: it is confirmed, though #1 read faster first
     rows += [_row(10, 18.5, Role.REMEASURE, of=1), _row(11, 18.7, Role.REMEASURE, of=1),
              _row(12, 17.4, Role.REMEASURE, of=2), _row(13, 17.6, Role.REMEASURE, of=2)]
-    assert f.choose(rows) == (2, True) and f.choose(rows) == (2, True)
+    assert f.choose(rows) == (2, True, None) == f.choose(rows)   # no capacity ladder here
 
 
 def test_a_default_sweep_picks_and_reports_the_confirmed_configuration_with_model_backed_runner(
@@ -74,3 +75,37 @@ def test_a_default_sweep_picks_and_reports_the_confirmed_configuration_with_mode
     assert pick.number == confirms[0].remeasure_of
     e = estimates(study)[pick.number]
     assert e.unbiased and e.tpot_ms == statistics.fmean(s.tpot_ms for s in confirms)
+    # the confirmations ran at the cap (capacity changes no speed), with a larger KV pool
+    assert {c.held["mem_fraction"] for c in confirms} == {0.7}
+    larger = largest_capacity(study, pick.number)
+    assert larger is not None and larger.user_attrs["config"]["mem_fraction"] == 0.7
+    assert larger.user_attrs["kv_tokens"] > pick.user_attrs["kv_tokens"]
+
+
+class _NoRoomAtTheCap(ModelRunner):
+    """Out of memory at the space's cap (0.70), as a machine with less free memory."""
+
+    def _run(self, job):  # type: ignore[no-untyped-def]
+        res = super()._run(job)
+        if job.config.as_dict()["mem_fraction"] == 0.7:
+            res.status, res.reason, res.message = "failed", "oom", "CUDA out of memory"
+            res.aggregates = res.gate = None
+        return res
+
+
+def test_confirmations_step_down_the_capacity_ladder_after_an_oom_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    space = load_space(SPARK)
+    runner = _NoRoomAtTheCap(seed=4)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=30, seed=4)
+    study = Driver(space, make_engine("sim"), TrialOptions(
+        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    confirms = [s for s in summaries(study) if s.role == Role.REMEASURE and s.confirm]
+    assert [(c.held["mem_fraction"], c.state) for c in confirms] == [
+        (0.7, "FAIL"), (0.69, "COMPLETE")]
+    pick = feasible_best(study)
+    assert largest_capacity(study, pick.number).user_attrs["config"]["mem_fraction"] == 0.69
+    assert estimates(study)[pick.number].tpot_ms == confirms[1].tpot_ms   # only what served
+    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
+                "failure_twin"]

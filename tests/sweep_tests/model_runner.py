@@ -103,6 +103,7 @@ class ModelRunner(TrialRunner):
                          accept_length=pm.expected_accept_length("sampled")
                          if settings.speculative else None)
         res.aggregates = agg
+        res.kv_tokens = mem.max_total_num_tokens
         res.gate = evaluate(agg, speculative=settings.speculative, cfg=job.space.spec.gate,
                             baseline_per_question=job.options.baseline_per_question)
         return res

@@ -31,6 +31,7 @@ def export(
     from tuner.study import baseline_trial
     from tuner.study import context_of
     from tuner.study import estimates
+    from tuner.study import largest_capacity
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
@@ -38,7 +39,9 @@ def export(
 
     st, loc = open_study(study, storage, artifacts)
     trial = pick_trial(st, pick)
-    result = load_result(st, trial, loc.artifacts)
+    # the same speed configuration at the largest capacity (KV pool) the finals saw serve
+    larger = largest_capacity(st, trial.number)
+    result = load_result(st, larger if larger is not None else trial, loc.artifacts)
     base_trial = baseline_trial(st)
     baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
     context = context_of(st)
@@ -62,6 +65,13 @@ def export(
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
     _say_pick(result, trial.number, pick, estimate)
+    if larger is not None:
+        first = st.trials[trial.number].user_attrs.get("kv_tokens")
+        console().print(
+            f"capacity: {' '.join(f'{k}={v}' for k, v in larger.user_attrs['held'].items())}"
+            f" served in the finals (trial #{larger.number}): KV pool "
+            f"{larger.user_attrs.get('kv_tokens') or '?'} tokens, against {first or '?'} at "
+            "the baseline's setting; the profile uses it")
     c = console()
     for f in files:
         c.print(f"wrote {f}")

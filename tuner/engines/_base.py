@@ -135,6 +135,10 @@ class ServerProtocol(abc.ABC):
         """Wall seconds x this = machine seconds (1 for a real server)."""
         return 1.0
 
+    def kv_tokens(self, info: dict[str, Any]) -> int | None:
+        """Tokens the server's KV pool holds (its capacity), when it says."""
+        return None
+
     def metrics(self, client: httpx.Client) -> dict[str, float]:
         """Counters the server exports (empty when it has none)."""
         return {}

@@ -75,6 +75,10 @@ class SGLangProtocol(ServerProtocol):
     def kept_info(self, info: dict[str, Any]) -> dict[str, Any]:
         return {k: info[k] for k in KEPT_FIELDS if k in info}
 
+    def kv_tokens(self, info: dict[str, Any]) -> int | None:
+        v = info.get("max_total_num_tokens")      # ServerArgs' resolved pool size
+        return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
     def version(self, info: dict[str, Any]) -> str | None:
         v = info.get("version")
         return str(v) if v is not None else None

@@ -12,6 +12,7 @@ from tuner.study._lock import LockHeld
 from tuner.study._open import open_study
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import estimates
+from tuner.study._pooled import largest_capacity
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
@@ -37,6 +38,6 @@ __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "E
            "LockHeld",
            "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy", "TrialSummary",
            "add_failure_twin", "baseline_trial", "context_of", "distribution", "estimates",
-           "feasible_best", "feasible_front", "locate", "make_sampler", "open_study",
-           "redact_url", "slug", "suggest", "summaries", "summarize", "tell_result",
+           "feasible_best", "feasible_front", "largest_capacity", "locate", "make_sampler",
+           "open_study", "redact_url", "slug", "suggest", "summaries", "summarize", "tell_result",
            "write_legacy_constraints"]

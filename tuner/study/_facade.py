@@ -218,14 +218,18 @@ class SweepStudy:
             self._copy(dup, proposal.number)
         return state
 
-    def remeasure(self, canonicalize: Canonicalize, number: int, confirm: bool = False
-                  ) -> Proposal:
+    def remeasure(self, canonicalize: Canonicalize, number: int, confirm: bool = False,
+                  held: dict[str, Any] | None = None) -> Proposal:
         """Launch trial ``number``'s configuration again (the finals): a ``remeasure``
         trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
-        launch of the chosen pick, whose mean is its reported TPOT."""
+        launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
+        knobs set above the baseline's (the pick's largest KV pool that still serves)."""
         base = self.study.trials[number]
-        self.study.enqueue_trial(dict(base.params), user_attrs={
-            ROLE: Role.REMEASURE.value, "remeasure_of": number, "confirm": confirm})
+        attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
+                                 "confirm": confirm}
+        if held:
+            attrs["held"] = held
+        self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
         return self.propose(canonicalize)
 
     @staticmethod

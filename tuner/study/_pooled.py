@@ -83,3 +83,14 @@ def estimates(study: Any, trials: list[TrialSummary] | None = None) -> dict[int,
             low, high = (s.tpot_ci95 or [s.tpot_ms, s.tpot_ms])[:2]
             out[s.number] = Estimate(s.number, s.tpot_ms, low, high, 1, 0, False, s.tpot_ms)
     return out
+
+
+def largest_capacity(study: Any, number: int) -> Any | None:
+    """The finals' confirmation launch of trial ``number`` that served with the largest
+    capacity setting (a larger KV pool at the same speed), or None when none raised it."""
+    rows = [s for s in summaries(study) if s.role == Role.REMEASURE and s.confirm
+            and s.remeasure_of == number and s.state == "COMPLETE" and s.feasible and s.held]
+    if not rows:
+        return None
+    best = max(rows, key=lambda s: tuple(sorted((k, float(v)) for k, v in s.held.items())))
+    return study.trials[best.number]

@@ -44,6 +44,7 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
         "simulated": result.simulated, "time_scale": result.time_scale,
         "effect": {c.knob: c.verdict for c in result.effect},
         "startup_s": result.timings.startup_s, "total_s": result.timings.total_s,
+        "kv_tokens": result.kv_tokens,
     }
     if result.reason:
         attrs["reason"] = result.reason

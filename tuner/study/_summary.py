@@ -52,6 +52,8 @@ class TrialSummary:
     remeasure_of: int | None = None
     confirm: bool = False                        # a finals' confirmation launch of the pick
     retried: bool = False                        # a start-up failure launched once more
+    held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
+    kv_tokens: int | None = None                 # the KV pool's capacity the server reported
 
     @property
     def launched(self) -> bool:
@@ -87,7 +89,8 @@ def summarize(trial: Any) -> TrialSummary:
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
-        retried=bool(a.get("retried")))
+        retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
+        kv_tokens=a.get("kv_tokens"))
 
 
 @dataclass(frozen=True)

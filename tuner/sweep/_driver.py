@@ -103,9 +103,10 @@ class Driver:
         self.repeats_in_a_row = 0
         self.exhausted = False
         from tuner.sweep._finals import Finals
+        from tuner.sweep._finals import capacity_ladder
 
         self.finals = Finals(trials=settings.trials, hours=settings.hours,
-                             share=settings.finals_share)
+                             share=settings.finals_share, ladder=capacity_ladder(space))
         self.plan = None
         if settings.staged:
             from tuner.sweep._strategy import StagedPlan
@@ -184,7 +185,8 @@ class Driver:
         repaired_values, why = self.engine.repair(self.space, values)
         return self.engine.canonicalize(self.space, repaired_values), why
 
-    def _finalist(self, baseline: TrialSummary | None) -> tuple[int, bool] | None:
+    def _finalist(self, baseline: TrialSummary | None
+                  ) -> tuple[int, bool, dict[str, Any] | None] | None:
         if baseline is None or not self.finals.due(
                 trials=self.s.trials, launched=self.sweep.counted() + len(self.pending),
                 elapsed_s=time.monotonic() - self.progress.started):

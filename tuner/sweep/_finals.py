@@ -8,18 +8,39 @@ theirs: first a **race** (one launch at a time, always to the finalist with the 
 launches; ranked by the mean over all their launches), then **confirmation** launches of
 the race's leader. The pick is the confirmed configuration; its reported TPOT is the mean
 of the confirmation launches only (:mod:`tuner.study._pooled`), an unbiased estimate.
+
+Confirmations also find the pick's capacity: a capacity knob (``role: capacity``, the
+memory fraction) changes no speed, so each confirmation runs at the largest value above
+the baseline's that has not failed yet (the ``ladder``, from the space's cap down); the
+export takes the largest that served (:func:`tuner.study.largest_capacity`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from tuner.space import SearchSpace
+from tuner.space import value_key
+from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import estimates
 
 
+def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
+    """Values of the first capacity knob above the baseline's, largest first."""
+    if not space.capacity_knobs:
+        return []
+    name = space.capacity_knobs[0]
+    base = space.complete({})[name]
+    return [{name: v} for v in sorted((v for v in space.domain(name) or [] if v > base),
+                                      reverse=True)]
+
+
 class Finals:
     def __init__(self, *, trials: int | None, hours: float | None, share: float,
-                 max_finalists: int = 3) -> None:
+                 max_finalists: int = 3, ladder: list[dict[str, Any]] | None = None) -> None:
         self.max_finalists = max_finalists
+        self.ladder = ladder or []
         self.reserve = (max(2, round(share * trials)) if trials and trials >= 10 and share
                         else 0)
         self.search_share = (1 - share) if hours and share else None
@@ -38,9 +59,10 @@ class Finals:
         return bool(self.search_share and self.hours
                     and elapsed_s >= self.search_share * self.hours * 3600)
 
-    def choose(self, rows: list[TrialSummary]) -> tuple[int, bool] | None:
-        """(trial whose configuration to launch next, whether it is a confirmation), or
-        None when nothing is feasible yet."""
+    def choose(self, rows: list[TrialSummary]
+               ) -> tuple[int, bool, dict[str, Any] | None] | None:
+        """(trial whose configuration to launch next, whether it is a confirmation, the
+        capacity knobs to set), or None when nothing is feasible yet."""
         est = estimates(None, rows)
         feasible = {s.number for s in rows if s.measured and s.feasible}
         if self.finalists is None:
@@ -55,13 +77,23 @@ class Finals:
             number = min(self.finalists, key=lambda n: (
                 self.issued.get(n, 0), est[n].pooled_ms if n in est else 0.0))
             self.issued[number] = self.issued.get(number, 0) + 1
-            return number, False
+            return number, False, None
         if self.leader is None:
             ranked = [n for n in self.finalists if n in est and n in feasible]
             self.leader = min(ranked, key=lambda n: est[n].pooled_ms) if ranked else \
                 self.finalists[0]
         self.confirmations += 1
-        return self.leader, True
+        return self.leader, True, self._held(rows, self.leader)
+
+    def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:
+        """The largest capacity setting no confirmation of ``leader`` failed at."""
+        failed = {tuple(value_key(v) for v in s.held.values()) for s in rows
+                  if s.role == Role.REMEASURE and s.confirm and s.remeasure_of == leader
+                  and s.state == "FAIL" and s.held}
+        for held in self.ladder:
+            if tuple(value_key(v) for v in held.values()) not in failed:
+                return held
+        return None
 
     def _confirm_share(self) -> int:
         return max(1, self.reserve // 3)

@@ -54,6 +54,8 @@ class TrialResult(BaseModel):
     workload: dict[str, Any]
     timings: Timings = Field(default_factory=Timings)
     server_info: dict[str, Any] = Field(default_factory=dict)
+    #: tokens the KV pool holds (the server's own figure), what a capacity knob changes
+    kv_tokens: int | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     effect: list[KnobCheck] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)

@@ -136,6 +136,7 @@ def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
             result.metrics = protocol.metrics(c)
     result.time_scale = scale
     result.engine_version = protocol.version(info)
+    result.kv_tokens = protocol.kv_tokens(info)
     result.server_info = redact(info if opts.keep_full_server_info else
                                 protocol.kept_info(info), opts.api_key)
     result.timings.startup_s = startup_wall * scale
