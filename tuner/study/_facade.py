@@ -289,7 +289,7 @@ class SweepStudy:
         trial.set_user_attr(ROLE, Role.DUPLICATE.value)
         trial.set_user_attr("duplicate_of", earlier.number)
         for k, v in earlier.user_attrs.items():
-            if k not in (ROLE, "retry_of"):
+            if k not in (ROLE, "retry_of", "proposed_by", "flaky_retry_of"):
                 trial.set_user_attr(k, v)
         if earlier.state == TrialState.COMPLETE:
             values = [float(earlier.constraints.get(k, 0.0)) for k in CONSTRAINT_KEYS]

@@ -13,7 +13,9 @@ on them, then searches the neighbourhood of the best configuration, where the fi
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
-   screens already measured each top-level value). Every ``explore_every``-th proposal, and
+   screens already measured each top-level value). When the best's neighbourhood is
+   measured, the neighbourhoods of its ties (intervals overlapping) follow: the best may
+   owe its place to one lucky reading. Every ``explore_every``-th proposal, and
    every proposal once the neighbourhood is exhausted, is left to the sampler (TPE by
    default) so the search never stays in one basin.
 
@@ -98,16 +100,28 @@ class StagedPlan:
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
-        cands = neighbours(self.space, best.config)
-        self.rng.shuffle(cands)
-        # the screens already measured every top-level value: the conditional knobs the
-        # incumbent turned on (draft steps, verify window, activation) come first
-        cands.sort(key=lambda c: self._moves_top_level(best.config, c))
-        for cfg in cands:
-            h = self._hash(cfg)
-            if h is not None and h not in seen:
-                return self._issue(cfg, h, "neighbour")
+        for inc in self._incumbents(measured, best):
+            cands = neighbours(self.space, inc.config)
+            self.rng.shuffle(cands)
+            # the screens already measured every top-level value: the conditional knobs
+            # the incumbent turned on (draft steps, verify window, activation) come first
+            cands.sort(key=lambda c: self._moves_top_level(inc.config, c))
+            for cfg in cands:
+                h = self._hash(cfg)
+                if h is not None and h not in seen:
+                    return self._issue(cfg, h, "neighbour")
         return None
+
+    @staticmethod
+    def _incumbents(measured: dict[str, Any], best: Any) -> list[Any]:
+        """The best configuration, then every feasible one whose TPOT interval overlaps
+        its (a tie it may owe to a lucky reading), fastest first: a neighbourhood the best
+        exhausted leaves the search among the ties', not stuck."""
+        lo, hi = (best.tpot_ci95 or [best.tpot_ms, best.tpot_ms])[:2]
+        ties = [s for s in measured.values() if s.feasible and s.tpot_ms is not None
+                and s.number != best.number and s.tpot_ci95
+                and s.tpot_ci95[0] <= hi and lo <= s.tpot_ci95[1]]
+        return [best, *sorted(ties, key=lambda s: s.tpot_ms)]
 
     def _moves_top_level(self, incumbent: dict[str, Any], cand: dict[str, Any]) -> bool:
         changed = {n for n in set(incumbent) | set(cand) if incumbent.get(n) != cand.get(n)}
