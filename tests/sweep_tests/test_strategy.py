@@ -81,7 +81,9 @@ def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_
         keys = [SPACE.speed_key(s.config) for s in measured]
         assert len(keys) == len(set(keys)) == 24      # then 6 finals launches (20% of 30)
         assert len(runner.launched) == 30
-        assert {c["mem_fraction"] for c in runner.launched} == {0.68}
+        assert {s.config["mem_fraction"] for s in measured} == {0.68}
+        # only the finals' confirmations of the pick try the space's cap (its KV pool)
+        assert {s.config["mem_fraction"] for s in summaries(study) if s.confirm} == {0.7}
         assert not [s for s in measured if s.state == "FAIL"]     # held value always fits
         # the sampler never sees the capacity knob as a parameter
         assert all("mem_fraction" not in t.params for t in study.get_trials()

@@ -35,6 +35,7 @@ def export(
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
+    from tuner.study import summarize
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
@@ -66,12 +67,11 @@ def export(
                           estimate=estimate)
     _say_pick(result, trial.number, pick, estimate)
     if larger is not None:
-        first = st.trials[trial.number].user_attrs.get("kv_tokens")
+        big, first = summarize(larger), summarize(st.trials[trial.number])
         console().print(
-            f"capacity: {' '.join(f'{k}={v}' for k, v in larger.user_attrs['held'].items())}"
-            f" served in the finals (trial #{larger.number}): KV pool "
-            f"{larger.user_attrs.get('kv_tokens') or '?'} tokens, against {first or '?'} at "
-            "the baseline's setting; the profile uses it")
+            f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
+            f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "
+            f"{first.kv_tokens or '?'} at the baseline's setting; the profile uses it")
     c = console()
     for f in files:
         c.print(f"wrote {f}")

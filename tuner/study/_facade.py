@@ -193,9 +193,10 @@ class SweepStudy:
 
     def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
                ) -> str:
-        """Tell ``proposal``'s result (state ``COMPLETE`` or ``FAIL``); a flaky start-up
-        failure is launched once more, another FAIL gets its failure twin; ``requeue`` queues
-        the configuration once more (a lost worker); repeats that waited on it are answered."""
+        """Tell ``proposal``'s result; return ``COMPLETE``, ``FAIL``, or ``RETRY`` (a FAIL
+        whose flaky start-up is launched once more); another FAIL gets its failure twin;
+        ``requeue`` queues the configuration once more (a lost worker); repeats that waited
+        on it are answered."""
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
         flaky = self._flaky(proposal, result)
@@ -206,6 +207,7 @@ class SweepStudy:
             self.study.enqueue_trial(proposal.trial.params, user_attrs={
                 ROLE: proposal.role.value, "flaky_retry_of": proposal.number})
             requeue = False
+            state = "RETRY"
         elif state == "FAIL" and proposal.role != Role.REMEASURE:
             add_failure_twin(self.study, self.study.trials[proposal.number],
                              with_accuracy=self.with_accuracy,

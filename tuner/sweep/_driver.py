@@ -246,10 +246,10 @@ class Driver:
     def _after_tell(self, prop: Proposal, result: TrialResult, state: str) -> None:
         p = self.progress
         n = prop.number
-        if state == "FAIL":
+        if state in ("FAIL", "RETRY"):
             p.failed += 1
             p.last = f"#{n} FAILED {result.reason}: {(result.message or '')[:120]}"
-            if self.study.trials[n].user_attrs.get("retried"):
+            if state == "RETRY":
                 p.last += " (a start-up failure: launching it once more)"
         else:
             a = result.aggregates
