@@ -109,3 +109,12 @@ def test_confirmations_step_down_the_capacity_ladder_after_an_oom_with_model_bac
     assert estimates(study)[pick.number].tpot_ms == confirms[1].tpot_ms   # only what served
     assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
                 "failure_twin"]
+
+
+def test_finals_of_a_timed_sweep_start_at_the_last_fifth_of_its_hours() -> None:
+    f = Finals(trials=None, hours=1.0, share=0.2)
+    assert f.reserve == 0
+    assert not f.due(trials=None, launched=100, elapsed_s=0.79 * 3600)
+    assert f.due(trials=None, launched=0, elapsed_s=0.8 * 3600)
+    off = Finals(trials=30, hours=None, share=0.0)       # finals off: never due
+    assert off.reserve == 0 and not off.due(trials=30, launched=29, elapsed_s=1e9)
