@@ -118,3 +118,23 @@ def test_finals_of_a_timed_sweep_start_at_the_last_fifth_of_its_hours() -> None:
     assert f.due(trials=None, launched=0, elapsed_s=0.8 * 3600)
     off = Finals(trials=30, hours=None, share=0.0)       # finals off: never due
     assert off.reserve == 0 and not off.due(trials=30, launched=29, elapsed_s=1e9)
+
+
+def test_ties_are_the_feasible_configurations_whose_interval_overlaps_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    from tuner.study import ties_with
+
+    space = load_space(SPARK)
+    runner = ModelRunner(seed=2, noise=0.03)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=20, seed=2)
+    study = Driver(space, make_engine("sim"), TrialOptions(
+        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    pick = feasible_best(study).number
+    est = estimates(study)
+    ties = ties_with(study, pick)
+    assert pick not in ties
+    for n, e in est.items():
+        if n != pick and summaries(study)[n].feasible:
+            assert (n in ties) == e.overlaps(est[pick])
+    assert [est[n].tpot_ms for n in ties] == sorted(est[n].tpot_ms for n in ties)

@@ -36,6 +36,7 @@ def export(
     from tuner.study import redact_url
     from tuner.study import slug
     from tuner.study import summarize
+    from tuner.study import ties_with
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
@@ -66,6 +67,11 @@ def export(
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
     _say_pick(result, trial.number, pick, estimate)
+    ties = ties_with(st, trial.number)
+    if ties:
+        console().print(f"tie: {len(ties)} other configuration(s) measured within the pick's "
+                        f"interval ({', '.join(f'#{n}' for n in ties[:8])}): the data cannot "
+                        "say which is faster; `tuner report` lists them")
     if larger is not None:
         big, first = summarize(larger), summarize(st.trials[trial.number])
         console().print(

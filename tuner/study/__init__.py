@@ -13,6 +13,7 @@ from tuner.study._open import open_study
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import estimates
 from tuner.study._pooled import largest_capacity
+from tuner.study._pooled import ties_with
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import add_failure_twin
@@ -35,9 +36,8 @@ from tuner.study._summary import summarize
 
 
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
-           "LockHeld",
-           "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy", "TrialSummary",
-           "add_failure_twin", "baseline_trial", "context_of", "distribution", "estimates",
-           "feasible_best", "feasible_front", "largest_capacity", "locate", "make_sampler",
-           "open_study", "redact_url", "slug", "suggest", "summaries", "summarize", "tell_result",
-           "write_legacy_constraints"]
+           "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
+           "TrialSummary", "add_failure_twin", "baseline_trial", "context_of", "distribution",
+           "estimates", "feasible_best", "feasible_front", "largest_capacity", "locate",
+           "make_sampler", "open_study", "redact_url", "slug", "suggest", "summaries",
+           "summarize", "tell_result", "ties_with", "write_legacy_constraints"]

@@ -94,3 +94,16 @@ def largest_capacity(study: Any, number: int) -> Any | None:
         return None
     best = max(rows, key=lambda s: tuple(sorted((k, float(v)) for k, v in s.held.items())))
     return study.trials[best.number]
+
+
+def ties_with(study: Any, number: int) -> list[int]:
+    """Feasible measured configurations whose TPOT interval overlaps trial ``number``'s
+    (the data cannot say which is faster), fastest first."""
+    rows = summaries(study)
+    est = estimates(study, rows)
+    feasible = {s.number for s in rows if s.measured and s.feasible}
+    me = est.get(number)
+    if me is None:
+        return []
+    return [e.number for e in sorted(est.values(), key=lambda e: e.tpot_ms)
+            if e.number != number and e.number in feasible and e.overlaps(me)]
