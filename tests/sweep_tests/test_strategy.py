@@ -124,6 +124,9 @@ def test_a_flaky_start_up_is_launched_once_more_before_it_counts_with_model_back
     assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
                 "failure_twin"]                          # the sampler is not steered away
     assert sum(s.launched for s in rows) == 8 == len(runner.launched)
+    # the screen planned while the retry was queued was not lost: every screen measured
+    measured = {s.config_hash for s in rows if s.measured}
+    assert all(ENGINE.canonicalize(SPACE, c).hash() in measured for c in screens(SPACE))
 
 
 def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(

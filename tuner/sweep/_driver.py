@@ -202,6 +202,9 @@ class Driver:
             if self.plan is not None and baseline is not None:
                 planned = self.plan.next(self.sweep.measured(), self.sweep.best(), baseline)
             prop = self.sweep.propose(self._canonical, planned=planned)
+            if planned is not None and self.plan is not None and (
+                    prop.config_hash != self.plan.last):
+                self.plan.not_taken()
         if prop.kind == "invalid":
             return True
         if prop.kind in ("repeat", "wait"):

@@ -66,7 +66,15 @@ class StagedPlan:
         self.screens = screens(space)
         self.combined = False
         self.issued: set[str] = set()
+        self.last: str | None = None
         self.local_proposals = 0
+
+    def not_taken(self) -> None:
+        """The last planned configuration was not enqueued (a queued retry went first):
+        plan it again later."""
+        if self.last is not None:
+            self.issued.discard(self.last)
+            self.last = None
 
     def _hash(self, values: dict[str, Any]) -> str | None:
         try:
@@ -129,6 +137,7 @@ class StagedPlan:
 
     def _issue(self, cfg: dict[str, Any], h: str, why: str) -> tuple[dict[str, Any], str]:
         self.issued.add(h)
+        self.last = h
         return cfg, why
 
     def _combination(self, measured: dict[str, Any], baseline: Any) -> dict[str, Any] | None:
