@@ -138,3 +138,24 @@ def test_ties_are_the_feasible_configurations_whose_interval_overlaps_with_model
         if n != pick and summaries(study)[n].feasible:
             assert (n in ties) == e.overlaps(est[pick])
     assert [est[n].tpot_ms for n in ties] == sorted(est[n].tpot_ms for n in ties)
+
+
+def test_confirmations_bisect_a_long_capacity_ladder() -> None:
+    ladder = [{"mem_fraction": v} for v in (0.92, 0.91, 0.90, 0.89, 0.88, 0.87, 0.86)]
+    f = Finals(trials=30, hours=None, share=0.2, ladder=ladder)
+    f.finalists, f.leader = [1], 1
+
+    def run(n: int, held: float, state: str) -> TrialSummary:
+        return TrialSummary(number=n, state=state, role=Role.REMEASURE, remeasure_of=1,
+                            confirm=True, held={"mem_fraction": held})
+
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0)]
+    assert f.choose(rows)[2] == {"mem_fraction": 0.92}              # the cap first
+    rows.append(run(2, 0.92, "FAIL"))
+    assert f.choose(rows)[2] == {"mem_fraction": 0.88}              # the middle of 0.91-0.86
+    rows.append(run(3, 0.88, "COMPLETE"))
+    assert f.choose(rows)[2] == {"mem_fraction": 0.90}              # between 0.88 and 0.92
+    rows.append(run(4, 0.90, "FAIL"))
+    assert f.choose(rows)[2] == {"mem_fraction": 0.89}
+    rows.append(run(5, 0.89, "COMPLETE"))
+    assert f.choose(rows)[2] == {"mem_fraction": 0.89}              # nothing left between

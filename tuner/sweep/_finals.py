@@ -10,9 +10,9 @@ the race's leader. The pick is the confirmed configuration; its reported TPOT is
 of the confirmation launches only (:mod:`tuner.study._pooled`), an unbiased estimate.
 
 Confirmations also find the pick's capacity: a capacity knob (``role: capacity``, the
-memory fraction) changes no speed, so each confirmation runs at the largest value above
-the baseline's that has not failed yet (the ``ladder``, from the space's cap down); the
-export takes the largest that served (:func:`tuner.study.largest_capacity`).
+memory fraction) changes no speed, so the confirmations bisect the values above the
+baseline's (the ``ladder``), the space's cap first; the export takes the largest that
+served (:func:`tuner.study.largest_capacity`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.space import SearchSpace
-from tuner.space import value_key
 from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import estimates
@@ -86,14 +85,24 @@ class Finals:
         return self.leader, True, self._held(rows, self.leader)
 
     def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:
-        """The largest capacity setting no confirmation of ``leader`` failed at."""
-        failed = {tuple(value_key(v) for v in s.held.values()) for s in rows
-                  if s.role == Role.REMEASURE and s.confirm and s.remeasure_of == leader
-                  and s.state == "FAIL" and s.held}
-        for held in self.ladder:
-            if tuple(value_key(v) for v in held.values()) not in failed:
-                return held
-        return None
+        """The capacity setting of the next confirmation of ``leader``: the space's cap
+        first; after a failure, the middle of what lies between the largest value that
+        served and the smallest that failed (a bisection: a larger value fails if a smaller
+        one did); once nothing lies between, the largest that served (None: the
+        baseline's)."""
+        if not self.ladder:
+            return None
+        (name,) = self.ladder[0]
+        runs = [s for s in rows if s.role == Role.REMEASURE and s.confirm
+                and s.remeasure_of == leader and name in s.held]
+        served = [float(s.held[name]) for s in runs if s.state == "COMPLETE"]
+        failed = [float(s.held[name]) for s in runs if s.state == "FAIL"]
+        ok, bad = (max(served) if served else None), (min(failed) if failed else None)
+        between = [h for h in self.ladder if (bad is None or h[name] < bad)
+                   and (ok is None or h[name] > ok)]       # largest first
+        if not between:
+            return {name: ok} if ok is not None else None
+        return between[0] if bad is None else between[len(between) // 2]
 
     def _confirm_share(self) -> int:
         return max(1, self.reserve // 3)
