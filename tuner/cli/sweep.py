@@ -19,11 +19,15 @@ def sweep(
                                 "trials/<study>.db"),
     study: str = typer.Option(None, help="study name (default: the space's name)"),
     artifacts: str = typer.Option(None, help="artifact folder (default: next to the study)"),
-    trials: int = typer.Option(None, min=1, help="stop after this many trials in the study "
-                               "(the baseline included; a resumed sweep counts earlier ones)"),
-    hours: float = typer.Option(None, min=0.0, help="stop starting trials after this long"),
+    trials: int = typer.Option(None, min=1, help="stop after this many launches in the study "
+                               "(the baseline and the finals' re-launches of the finalists, "
+                               "the last fifth, included; a resumed sweep counts earlier "
+                               "ones)"),
+    hours: float = typer.Option(None, min=0.0, help="stop starting trials after this long "
+                                "(the last fifth re-launches the finalists)"),
     sampler: str = typer.Option("tpe", help="tpe (multivariate, grouped), tpe-independent, "
-                                "nsga2, gp (needs torch), random, grid"),
+                                "nsga2, gp (needs torch), random, grid; each after the "
+                                "search plan's screens (docs/sweep.md)"),
     seed: int = typer.Option(None, help="sampler seed"),
     ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
                                     "or host:port joins a cluster; 'none': no Ray, trials "
