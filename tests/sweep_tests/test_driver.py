@@ -48,7 +48,10 @@ def test_baseline_first_budget_and_every_constraint_with_model_backed_runner(tmp
     assert len(finals) == 3
     hashes = [t.user_attrs["config_hash"] for t in measured]
     assert len(hashes) == len(set(hashes))                 # measured once each, then the
-    assert {t.user_attrs["config_hash"] for t in finals} <= set(hashes)   # finals again
+    assert {t.user_attrs["remeasure_of"] for t in finals} <= {     # finals again
+        t.number for t in measured}
+    speed = {SPACE.speed_key(t.user_attrs["config"]) for t in measured}
+    assert {SPACE.speed_key(t.user_attrs["config"]) for t in finals} <= speed
     for t in trials:
         if t.state == optuna.trial.TrialState.COMPLETE:
             assert_every_constraint_set(t)
