@@ -73,7 +73,7 @@ class ModelRunner(TrialRunner):
         res = TrialResult(
             tuner_version="test", status="ok", space=job.space.name, machine=machine.id,
             config=job.config.as_dict(), config_hash=job.config.hash(), plan=plan,
-            engine="model", simulated=True, workload=job.options.workload.model_dump(),
+            engine=job.engine.name, simulated=True, workload=job.options.workload.model_dump(),
             started_at=datetime.now(UTC).isoformat(), host="model")
         try:
             a = sim_args.resolve(ns, architecture=model.architecture,

@@ -35,8 +35,6 @@ def export(
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
-    from tuner.study import summarize
-    from tuner.study import ties_with
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
@@ -67,17 +65,7 @@ def export(
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
     _say_pick(result, trial.number, pick, estimate)
-    ties = ties_with(st, trial.number)
-    if ties:
-        console().print(f"tie: {len(ties)} other configuration(s) measured within the pick's "
-                        f"interval ({', '.join(f'#{n}' for n in ties[:8])}): the data cannot "
-                        "say which is faster; `tuner report` lists them")
-    if larger is not None:
-        big, first = summarize(larger), summarize(st.trials[trial.number])
-        console().print(
-            f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
-            f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "
-            f"{first.kv_tokens or '?'} at the baseline's setting; the profile uses it")
+    _say_ties_and_capacity(st, trial.number, larger)
     c = console()
     for f in files:
         c.print(f"wrote {f}")
@@ -104,3 +92,21 @@ def _say_pick(result: Any, number: int, pick: str, estimate: Any) -> None:
         c.print(f"TPOT over {kind}: {estimate.tpot_ms:.2f} ms [{estimate.low:.2f}, "
                 f"{estimate.high:.2f}] ({estimate.launches} launches in all); the profile "
                 "reports this")
+
+
+def _say_ties_and_capacity(st: Any, number: int, larger: Any) -> None:
+    from tuner.cli._common import console
+    from tuner.study import summarize
+    from tuner.study import ties_with
+
+    ties = ties_with(st, number)
+    if ties:
+        console().print(f"tie: {len(ties)} other configuration(s) measured within the pick's "
+                        f"interval ({', '.join(f'#{n}' for n in ties[:8])}): the data cannot "
+                        "say which is faster; `tuner report` lists them")
+    if larger is not None:
+        big, first = summarize(larger), summarize(st.trials[number])
+        console().print(
+            f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
+            f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "
+            f"{first.kv_tokens or '?'} at the baseline's setting; the profile uses it")

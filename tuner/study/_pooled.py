@@ -44,8 +44,8 @@ def _interval(values: list[float], fallback: list[float] | None) -> tuple[float,
     if len(values) >= 2:
         from scipy.stats import t
 
-        half = t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(
-            len(values))
+        half = float(t.ppf(0.975, len(values) - 1)) * statistics.stdev(values) / math.sqrt(
+            len(values))                  # a plain float: profiles and JSON carry it
         return mean - half, mean + half
     if fallback:
         return fallback[0], fallback[1]
