@@ -159,3 +159,67 @@ def test_confirmations_bisect_a_long_capacity_ladder() -> None:
     assert f.choose(rows)[2] == {"mem_fraction": 0.89}
     rows.append(run(5, 0.89, "COMPLETE"))
     assert f.choose(rows)[2] == {"mem_fraction": 0.89}              # nothing left between
+
+
+class _LosesTheFirstConfirmation(ModelRunner):
+    """The worker of the first launch at the capacity cap dies (a lost Ray node)."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.lost = False
+
+    def submit(self, job):  # type: ignore[no-untyped-def]
+        from tuner.sweep._base import Outcome
+
+        if job.config.as_dict()["mem_fraction"] == 0.7 and not self.lost:
+            self.lost = True
+            self._inflight.append(job.key)
+            self.done.append(Outcome(job.key, "worker_lost", detail="node gone"))
+            return
+        super().submit(job)
+
+
+def test_a_lost_confirmation_is_queued_again_as_a_confirmation_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    space = load_space(SPARK)
+    runner = _LosesTheFirstConfirmation(seed=2)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=20, seed=2)
+    study = Driver(space, make_engine("sim"), TrialOptions(
+        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    lost = [t for t in study.get_trials() if t.user_attrs.get("reason") == "worker_lost"]
+    assert len(lost) == 1
+    again = [t for t in study.get_trials() if t.user_attrs.get("retry_of") == lost[0].number]
+    assert len(again) == 1 and again[0].state.name == "COMPLETE"
+    assert again[0].user_attrs["confirm"] is True
+    assert again[0].user_attrs["held"] == {"mem_fraction": 0.7}
+    assert estimates(study)[feasible_best(study).number].unbiased
+
+
+class _LosesTheSecondLaunch(ModelRunner):
+    def submit(self, job):  # type: ignore[no-untyped-def]
+        from tuner.sweep._base import Outcome
+
+        if job.key == 1:
+            self._inflight.append(job.key)
+            self.done.append(Outcome(job.key, "worker_lost", detail="node gone"))
+            return
+        super().submit(job)
+
+
+def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backed_runner(
+        tmp_path: Path) -> None:
+    space = load_space(SPARK)
+    runner = _LosesTheSecondLaunch(seed=2)
+    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
+                             trials=10, seed=2)
+    study = Driver(space, make_engine("sim"), TrialOptions(
+        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    lost = study.trials[1]
+    assert lost.user_attrs["reason"] == "worker_lost" and lost.user_attrs["recovered"]
+    again = [t for t in study.get_trials() if t.user_attrs.get("retry_of") == 1]
+    assert len(again) == 1 and again[0].state.name == "COMPLETE"          # measured, not
+    assert "duplicate_of" not in again[0].user_attrs                      # a copy of the loss
+    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
+                "failure_twin"]
+    assert sum(s.launched for s in summaries(study)) == 10                # the loss not counted

@@ -199,21 +199,23 @@ class SweepStudy:
         on it are answered."""
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
-        flaky = self._flaky(proposal, result)
+        flaky = not requeue and self._flaky(proposal, result)
+        # a lost worker measured nothing: ``recovered`` (neither counted nor a failure of
+        # the configuration, no twin), queued once more like a dead driver's trial
+        extra = {"retried": True} if flaky else {"recovered": True} if requeue else None
         state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
                             baseline_tpot=base_tpot, role=proposal.role.value, store=self.store,
-                            extra_attrs={"retried": True} if flaky else None)
+                            extra_attrs=extra)
         if state == "FAIL" and flaky:
             self.study.enqueue_trial(proposal.trial.params, user_attrs={
                 ROLE: proposal.role.value, "flaky_retry_of": proposal.number})
-            requeue = False
             state = "RETRY"
+        elif state == "FAIL" and requeue:
+            self._enqueue_retry(proposal.trial, proposal.role.value)
         elif state == "FAIL" and proposal.role != Role.REMEASURE:
             add_failure_twin(self.study, self.study.trials[proposal.number],
                              with_accuracy=self.with_accuracy,
                              pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
-        if requeue:
-            self._enqueue_retry(proposal.trial, proposal.role.value)
         h = proposal.config_hash or ""
         self._inflight.pop(h, None)
         for dup in self._waiting.pop(h, []):
@@ -279,8 +281,9 @@ class SweepStudy:
 
     def _enqueue_retry(self, trial: Any, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
-        if "remeasure_of" in trial.user_attrs:
-            attrs["remeasure_of"] = trial.user_attrs["remeasure_of"]
+        for key in ("remeasure_of", "confirm", "held"):    # a finals launch stays one
+            if key in trial.user_attrs:
+                attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)
 
     def _copy(self, trial: Any, earlier_number: int) -> None:
