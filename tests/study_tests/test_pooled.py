@@ -223,3 +223,12 @@ def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backe
     assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
                 "failure_twin"]
     assert sum(s.launched for s in summaries(study)) == 10                # the loss not counted
+
+
+def test_a_timed_sweep_races_then_confirms_in_the_last_third_of_its_finals() -> None:
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.5)]
+    f = Finals(trials=None, hours=1.0, share=0.3)          # finals from 70%, confirm from 90%
+    assert f.due(trials=None, launched=0, elapsed_s=0.7 * 3600)
+    assert f.choose(rows, elapsed_s=0.75 * 3600)[1] is False
+    assert f.choose(rows, elapsed_s=0.89 * 3600)[1] is False
+    assert f.choose(rows, elapsed_s=0.91 * 3600)[1] is True

@@ -191,7 +191,8 @@ class Driver:
                 trials=self.s.trials, launched=self.sweep.counted() + len(self.pending),
                 elapsed_s=time.monotonic() - self.progress.started):
             return None
-        return self.finals.choose(self.sweep.trials())
+        return self.finals.choose(self.sweep.trials(),
+                                  elapsed_s=time.monotonic() - self.progress.started)
 
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
         finalist = self._finalist(baseline)

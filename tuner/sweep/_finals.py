@@ -43,6 +43,8 @@ class Finals:
         self.reserve = (max(2, round(share * trials)) if trials and trials >= 10 and share
                         else 0)
         self.search_share = (1 - share) if hours and share else None
+        #: a timed sweep confirms in the last third of its finals' time
+        self.confirm_from = (1 - share / 3) if hours and share else None
         self.hours = hours
         self.finalists: list[int] | None = None
         self.issued: dict[int, int] = {}
@@ -58,10 +60,11 @@ class Finals:
         return bool(self.search_share and self.hours
                     and elapsed_s >= self.search_share * self.hours * 3600)
 
-    def choose(self, rows: list[TrialSummary]
+    def choose(self, rows: list[TrialSummary], elapsed_s: float = 0.0
                ) -> tuple[int, bool, dict[str, Any] | None] | None:
         """(trial whose configuration to launch next, whether it is a confirmation, the
-        capacity knobs to set), or None when nothing is feasible yet."""
+        capacity knobs to set), or None when nothing is feasible yet. ``elapsed_s``: the
+        sweep's time so far (a timed sweep's race ends at a share of its hours)."""
         est = estimates(None, rows)
         feasible = {s.number for s in rows if s.measured and s.feasible}
         if self.finalists is None:
@@ -71,8 +74,12 @@ class Finals:
                 return None
             self.finalists = [e.number for e in cands if e.overlaps(cands[0])][
                 :self.max_finalists]
-        race = self.reserve - self._confirm_share() if self.reserve else 2 ** 31
-        if self.leader is None and sum(self.issued.values()) < race:
+        if self.reserve:
+            racing = sum(self.issued.values()) < self.reserve - self._confirm_share()
+        else:
+            racing = not (self.confirm_from and self.hours
+                          and elapsed_s >= self.confirm_from * self.hours * 3600)
+        if self.leader is None and racing:
             number = min(self.finalists, key=lambda n: (
                 self.issued.get(n, 0), est[n].pooled_ms if n in est else 0.0))
             self.issued[number] = self.issued.get(number, 0) + 1
