@@ -23,6 +23,7 @@ from tuner.study import estimates
 from tuner.study import feasible_best
 from tuner.study import feasible_front
 from tuner.study import summaries
+from tuner.study import ties_with
 
 
 @dataclass
@@ -37,6 +38,8 @@ class StudyData:
     front_numbers: frozenset[int] = frozenset()
     #: The trial ``tuner export --pick fastest`` takes (:func:`tuner.study.feasible_best`).
     pick_number: int | None = None
+    #: Feasible trials whose TPOT interval overlaps the pick's (:func:`tuner.study.ties_with`).
+    tie_numbers: frozenset[int] = frozenset()
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -125,11 +128,14 @@ def collect(study: Any) -> StudyData:
     if df.empty:
         df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
                                    "message", "config"])
+    pick = feasible_best(study, every)
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context_of(study).simulated,
                      with_accuracy=len(study.directions) > 1,
                      front_numbers=frozenset(t.number for t in feasible_front(study)),
-                     pick_number=pick.number if (pick := feasible_best(study)) else None)
+                     pick_number=pick.number if pick is not None else None,
+                     tie_numbers=frozenset(ties_with(study, pick.number, every))
+                     if pick is not None else frozenset())
 
 
 def differs(row: Any, baseline: dict[str, Any] | None) -> str:

@@ -19,12 +19,7 @@ def _verdict(r: Any, data: StudyData) -> str:
         return r["kind"]
     if int(r["number"]) == data.pick_number:
         return "pick"
-    t = data.trials
-    p = t[t["number"] == data.pick_number]
-    if not p.empty and pd.notna(r.get("tpot_lo")) and pd.notna(p.iloc[0]["tpot_lo"]) and (
-            r["tpot_lo"] <= p.iloc[0]["tpot_hi"] and p.iloc[0]["tpot_lo"] <= r["tpot_hi"]):
-        return "tie with the pick"
-    return "feasible"
+    return "tie with the pick" if int(r["number"]) in data.tie_numbers else "feasible"
 
 
 def _row(r: Any, data: StudyData) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from tuner.study._lock import LockHeld
 from tuner.study._open import open_study
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import estimates
+from tuner.study._pooled import feasible_estimates
 from tuner.study._pooled import largest_capacity
 from tuner.study._pooled import ties_with
 from tuner.study._record import CONSTRAINT_KEYS
@@ -38,6 +39,7 @@ from tuner.study._summary import summarize
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
            "TrialSummary", "add_failure_twin", "baseline_trial", "context_of", "distribution",
-           "estimates", "feasible_best", "feasible_front", "largest_capacity", "locate",
-           "make_sampler", "open_study", "redact_url", "slug", "suggest", "summaries",
-           "summarize", "tell_result", "ties_with", "write_legacy_constraints"]
+           "estimates", "feasible_best", "feasible_estimates", "feasible_front",
+           "largest_capacity", "locate", "make_sampler", "open_study", "redact_url", "slug",
+           "suggest", "summaries", "summarize", "tell_result", "ties_with",
+           "write_legacy_constraints"]

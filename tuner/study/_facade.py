@@ -123,8 +123,10 @@ class SweepStudy:
         failed = [t for t in runs if t.state == "FAIL"]
         return failed[-1] if failed else None
 
-    def best(self) -> TrialSummary | None:
-        best = feasible_best(self.study)
+    def best(self, trials: list[TrialSummary] | None = None) -> TrialSummary | None:
+        """The pick so far (:func:`tuner.study.feasible_best`); ``trials``: summaries the
+        caller already read."""
+        best = feasible_best(self.study, trials)
         return summarize(best) if best is not None else None
 
     # -- start of a sweep -------------------------------------------------------------------
@@ -161,7 +163,10 @@ class SweepStudy:
                 planned: tuple[dict[str, Any], str] | None = None) -> Proposal:
         """The next configuration: a queued one first (the baseline, a retry), else
         ``planned`` (values, why: the search plan's), else the sampler's."""
-        if planned is not None and not any(t.state == "WAITING" for t in self.trials()):
+        from optuna.trial import TrialState
+
+        if planned is not None and not self.study.get_trials(deepcopy=False,
+                                                             states=(TrialState.WAITING,)):
             values, why = planned
             self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value,
                                                          "proposed_by": why})

@@ -31,18 +31,16 @@ def feasible_front(study: Any) -> list[Any]:
     return sorted(out, key=lambda t: t.number)
 
 
-def feasible_best(study: Any) -> Any | None:
+def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
     """The fastest feasible configuration's first trial (None before one exists).
 
     Before the finals: the fastest of the feasible front. During: the finalist with the
     lowest mean over its launches. After: the configuration the finals confirmed
-    (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured."""
-    from tuner.study._pooled import estimates
-    from tuner.study._summary import summaries
+    (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured. ``trials``:
+    the study's summaries when the caller has them."""
+    from tuner.study._pooled import feasible_estimates
 
-    rows = summaries(study)
-    feasible = {s.number for s in rows if s.measured and s.feasible}
-    est = [e for n, e in estimates(study, rows).items() if n in feasible and e.remeasured]
+    est = [e for e in feasible_estimates(study, trials).values() if e.remeasured]
     if est:
         confirmed = [e for e in est if e.unbiased]
         chosen = min(confirmed or est, key=lambda e: e.pooled_ms)

@@ -85,6 +85,19 @@ def estimates(study: Any, trials: list[TrialSummary] | None = None) -> dict[int,
     return out
 
 
+def feasible_estimates(study: Any, trials: list[TrialSummary] | None = None
+                       ) -> dict[int, Estimate]:
+    """:func:`estimates` of the feasible measured trials only (what a pick, the finals and
+    a tie are chosen among)."""
+    rows = trials if trials is not None else summaries(study)
+    feasible = _feasible(rows)
+    return {n: e for n, e in estimates(study, rows).items() if n in feasible}
+
+
+def _feasible(rows: list[TrialSummary]) -> set[int]:
+    return {s.number for s in rows if s.measured and s.feasible}
+
+
 def largest_capacity(study: Any, number: int) -> Any | None:
     """The finals' confirmation launch of trial ``number`` that served with the largest
     capacity setting (a larger KV pool at the same speed), or None when none raised it."""
@@ -96,14 +109,14 @@ def largest_capacity(study: Any, number: int) -> Any | None:
     return study.trials[best.number]
 
 
-def ties_with(study: Any, number: int) -> list[int]:
+def ties_with(study: Any, number: int, trials: list[TrialSummary] | None = None
+              ) -> list[int]:
     """Feasible measured configurations whose TPOT interval overlaps trial ``number``'s
     (the data cannot say which is faster), fastest first."""
-    rows = summaries(study)
-    est = estimates(study, rows)
-    feasible = {s.number for s in rows if s.measured and s.feasible}
-    me = est.get(number)
+    rows = trials if trials is not None else summaries(study)
+    every, feasible = estimates(study, rows), _feasible(rows)
+    me = every.get(number)          # the pick itself may be any measured trial (trial:N)
     if me is None:
         return []
-    return [e.number for e in sorted(est.values(), key=lambda e: e.tpot_ms)
+    return [e.number for e in sorted(every.values(), key=lambda e: e.tpot_ms)
             if e.number != number and e.number in feasible and e.overlaps(me)]

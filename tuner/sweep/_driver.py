@@ -187,12 +187,12 @@ class Driver:
 
     def _finalist(self, baseline: TrialSummary | None
                   ) -> tuple[int, bool, dict[str, Any] | None] | None:
+        elapsed = time.monotonic() - self.progress.started
         if baseline is None or not self.finals.due(
                 trials=self.s.trials, launched=self.sweep.counted() + len(self.pending),
-                elapsed_s=time.monotonic() - self.progress.started):
+                elapsed_s=elapsed):
             return None
-        return self.finals.choose(self.sweep.trials(),
-                                  elapsed_s=time.monotonic() - self.progress.started)
+        return self.finals.choose(self.sweep.trials(), elapsed_s=elapsed)
 
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
         finalist = self._finalist(baseline)
@@ -306,11 +306,12 @@ class Driver:
         baseline = self.sweep.baseline()
         if baseline is not None:
             p.baseline_tpot = baseline.tpot_ms
-        best = self.sweep.best()
+        rows = self.sweep.trials()
+        best = self.sweep.best(rows)
         if best is not None and best.values:
             from tuner.study import estimates
 
-            e = estimates(None, self.sweep.trials()).get(best.number)   # pooled after finals
+            e = estimates(None, rows).get(best.number)   # pooled after the finals
             p.best_tpot, p.best_number = (e.tpot_ms if e else best.values[0]), best.number
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from tuner.space import SearchSpace
 from tuner.study import Role
 from tuner.study import TrialSummary
-from tuner.study import estimates
+from tuner.study import feasible_estimates
 
 
 def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
@@ -49,7 +49,6 @@ class Finals:
         self.finalists: list[int] | None = None
         self.issued: dict[int, int] = {}
         self.leader: int | None = None
-        self.confirmations = 0
 
     def due(self, *, trials: int | None, launched: int, elapsed_s: float) -> bool:
         """Whether the search phase is over and the finals run now."""
@@ -65,11 +64,9 @@ class Finals:
         """(trial whose configuration to launch next, whether it is a confirmation, the
         capacity knobs to set), or None when nothing is feasible yet. ``elapsed_s``: the
         sweep's time so far (a timed sweep's race ends at a share of its hours)."""
-        est = estimates(None, rows)
-        feasible = {s.number for s in rows if s.measured and s.feasible}
+        est = feasible_estimates(None, rows)
         if self.finalists is None:
-            cands = sorted((e for n, e in est.items() if n in feasible),
-                           key=lambda e: e.tpot_ms)
+            cands = sorted(est.values(), key=lambda e: e.tpot_ms)
             if not cands:
                 return None
             self.finalists = [e.number for e in cands if e.overlaps(cands[0])][
@@ -85,10 +82,9 @@ class Finals:
             self.issued[number] = self.issued.get(number, 0) + 1
             return number, False, None
         if self.leader is None:
-            ranked = [n for n in self.finalists if n in est and n in feasible]
+            ranked = [n for n in self.finalists if n in est]
             self.leader = min(ranked, key=lambda n: est[n].pooled_ms) if ranked else \
                 self.finalists[0]
-        self.confirmations += 1
         return self.leader, True, self._held(rows, self.leader)
 
     def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:

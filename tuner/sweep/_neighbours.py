@@ -68,8 +68,7 @@ def neighbours(space: SearchSpace, incumbent: dict[str, Any]) -> list[dict[str, 
             continue
         cur = incumbent[name]
         if k.type in ("int", "float"):
-            idx = min(range(len(dom)), key=lambda i: abs(dom[i] - cur))
-            cands = [dom[i] for i in (idx - 1, idx + 1) if 0 <= i < len(dom)]
+            cands = [v for d in (-1, 1) if (v := _step(space, name, cur, d)) is not None]
         else:
             cands = [v for v in dom if v != cur]
         for v in cands:
