@@ -8,27 +8,19 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.sweep_tests.model_runner import ModelRunner
-from tuner.engines import make_engine
-from tuner.space import load_space
+from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import estimates
 from tuner.study import feasible_best
 from tuner.study._storage import locate
-from tuner.sweep._driver import Driver
-from tuner.sweep._driver import SweepSettings
-from tuner.trial import TrialOptions
 
 
 def test_export_after_the_finals_with_model_backed_runner(tmp_path: Path) -> None:
-    space = load_space(SPARK)
     db = tmp_path / "s.db"
     loc = locate(str(db), "s")
-    settings = SweepSettings(study_name="s", location=loc, trials=30, seed=2)   # 2 confirms
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings,
-        lambda: ModelRunner(seed=2, noise=0.03)).run()
+    study = model_sweep(tmp_path, ModelRunner(seed=2, noise=0.03), trials=30,   # 2 confirms
+                        seed=2)
     pick = feasible_best(study)
     est = estimates(study)[pick.number]
     out = subprocess.run(tuner_argv("export", "s", "--storage", f"sqlite:///{db}",

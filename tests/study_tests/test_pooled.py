@@ -7,21 +7,15 @@ from pathlib import Path
 
 from scipy.stats import t as student_t
 
-from tests.conftest import SPARK
 from tests.sweep_tests.model_runner import ModelRunner
-from tuner.engines import make_engine
-from tuner.space import load_space
+from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import estimates
 from tuner.study import feasible_best
 from tuner.study import largest_capacity
 from tuner.study import summaries
-from tuner.study._storage import locate
-from tuner.sweep._driver import Driver
-from tuner.sweep._driver import SweepSettings
 from tuner.sweep._finals import Finals
-from tuner.trial import TrialOptions
 
 
 def _row(number: int, tpot: float, role: Role = Role.TRIAL, *, of: int | None = None,
@@ -62,12 +56,8 @@ def test_finals_race_the_overlapping_configurations_then_confirm_the_leader() ->
 
 def test_a_default_sweep_picks_and_reports_the_confirmed_configuration_with_model_backed_runner(
         tmp_path: Path) -> None:
-    space = load_space(SPARK)
     runner = ModelRunner(seed=2, noise=0.03)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=20, seed=2)
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=20, seed=2)
     rows = summaries(study)
     confirms = [s for s in rows if s.role == Role.REMEASURE and s.confirm]
     assert confirms and len({s.remeasure_of for s in confirms}) == 1
@@ -95,12 +85,8 @@ class _NoRoomAtTheCap(ModelRunner):
 
 def test_confirmations_step_down_the_capacity_ladder_after_an_oom_with_model_backed_runner(
         tmp_path: Path) -> None:
-    space = load_space(SPARK)
     runner = _NoRoomAtTheCap(seed=4)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=30, seed=4)
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=30, seed=4)
     confirms = [s for s in summaries(study) if s.role == Role.REMEASURE and s.confirm]
     assert [(c.held["mem_fraction"], c.state) for c in confirms] == [
         (0.7, "FAIL"), (0.69, "COMPLETE")]
@@ -124,12 +110,8 @@ def test_ties_are_the_feasible_configurations_whose_interval_overlaps_with_model
         tmp_path: Path) -> None:
     from tuner.study import ties_with
 
-    space = load_space(SPARK)
     runner = ModelRunner(seed=2, noise=0.03)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=20, seed=2)
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=20, seed=2)
     pick = feasible_best(study).number
     est = estimates(study)
     ties = ties_with(study, pick)
@@ -181,12 +163,8 @@ class _LosesTheFirstConfirmation(ModelRunner):
 
 def test_a_lost_confirmation_is_queued_again_as_a_confirmation_with_model_backed_runner(
         tmp_path: Path) -> None:
-    space = load_space(SPARK)
     runner = _LosesTheFirstConfirmation(seed=2)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=20, seed=2)
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=20, seed=2)
     lost = [t for t in study.get_trials() if t.user_attrs.get("reason") == "worker_lost"]
     assert len(lost) == 1
     again = [t for t in study.get_trials() if t.user_attrs.get("retry_of") == lost[0].number]
@@ -209,12 +187,8 @@ class _LosesTheSecondLaunch(ModelRunner):
 
 def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backed_runner(
         tmp_path: Path) -> None:
-    space = load_space(SPARK)
     runner = _LosesTheSecondLaunch(seed=2)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=10, seed=2)
-    study = Driver(space, make_engine("sim"), TrialOptions(
-        workdir=tmp_path, workload=space.spec.workload), settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=10, seed=2)
     lost = study.trials[1]
     assert lost.user_attrs["reason"] == "worker_lost" and lost.user_attrs["recovered"]
     again = [t for t in study.get_trials() if t.user_attrs.get("retry_of") == 1]

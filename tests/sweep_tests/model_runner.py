@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from datetime import UTC
 from datetime import datetime
+from typing import Any
 
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
@@ -107,3 +108,25 @@ class ModelRunner(TrialRunner):
         res.gate = evaluate(agg, speculative=settings.speculative, cfg=job.space.spec.gate,
                             baseline_per_question=job.options.baseline_per_question)
         return res
+
+
+def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int, seed: int = 0,
+                space: Any = None, **settings: Any) -> Any:
+    """A sweep of ``space`` (the Spark space by default) through the product's driver with
+    ``runner``; the study lives in ``tmp/s.db``. ``settings``: more SweepSettings fields."""
+    from pathlib import Path
+
+    from tuner.engines import make_engine
+    from tuner.space import load_space
+    from tuner.study._storage import locate
+    from tuner.sweep._driver import Driver
+    from tuner.sweep._driver import SweepSettings
+    from tuner.trial import TrialOptions
+
+    if space is None:
+        space = load_space(Path(__file__).resolve().parents[2] / "search_spaces"
+                           / "ling-3.0-flash-dgx-spark.yaml")
+    s = SweepSettings(study_name="s", location=locate(str(Path(tmp) / "s.db"), "s"),
+                      trials=trials, seed=seed, **settings)
+    opts = TrialOptions(workdir=Path(tmp), workload=space.spec.workload)
+    return Driver(space, make_engine("sim"), opts, s, lambda: runner).run()

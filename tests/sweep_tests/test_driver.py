@@ -11,15 +11,12 @@ import yaml
 from tests.conftest import SPARK
 from tests.sweep_tests import assert_every_constraint_set
 from tests.sweep_tests.model_runner import ModelRunner
+from tests.sweep_tests.model_runner import model_sweep
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.space import parse_space
 from tuner.study import feasible_front
 from tuner.study._record import ROLE
-from tuner.study._storage import locate
-from tuner.sweep._driver import Driver
-from tuner.sweep._driver import SweepSettings
-from tuner.trial import TrialOptions
 
 
 SPACE = load_space(SPARK)
@@ -28,10 +25,8 @@ ENGINE = make_engine("sim")
 
 def run(tmp: Path, runner: ModelRunner, *, trials: int = 15, space=SPACE, seed: int = 0,
         sampler: str = "tpe", staged: bool = True) -> optuna.Study:
-    settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
-                             trials=trials, sampler=sampler, seed=seed, staged=staged)
-    opts = TrialOptions(workdir=tmp, workload=space.spec.workload)
-    return Driver(space, ENGINE, opts, settings, lambda: runner).run()
+    return model_sweep(tmp, runner, trials=trials, seed=seed, space=space, sampler=sampler,
+                       staged=staged)
 
 
 def test_baseline_first_budget_and_every_constraint_with_model_backed_runner(tmp_path: Path

@@ -9,15 +9,12 @@ import optuna
 
 from tests.conftest import SPARK
 from tests.sweep_tests.model_runner import ModelRunner
+from tests.sweep_tests.model_runner import model_sweep
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.study import summaries
-from tuner.study._storage import locate
-from tuner.sweep._driver import Driver
-from tuner.sweep._driver import SweepSettings
 from tuner.sweep._neighbours import neighbours
 from tuner.sweep._strategy import screens
-from tuner.trial import TrialOptions
 
 
 SPACE = load_space(SPARK)
@@ -27,10 +24,8 @@ ENGINE = make_engine("sim")
 def run(tmp: Path, *, trials: int, seed: int = 0, staged: bool = True,
         sampler: str = "tpe") -> tuple[optuna.Study, ModelRunner]:
     runner = ModelRunner(seed=seed)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
-                             trials=trials, seed=seed, staged=staged, sampler=sampler)
-    opts = TrialOptions(workdir=tmp, workload=SPACE.spec.workload)
-    return Driver(SPACE, ENGINE, opts, settings, lambda: runner).run(), runner
+    return model_sweep(tmp, runner, trials=trials, seed=seed, staged=staged,
+                       sampler=sampler), runner
 
 
 def test_screens_change_one_top_level_knob_each_children_at_defaults() -> None:
@@ -110,10 +105,7 @@ class _FlakyOnce(ModelRunner):
 def test_a_flaky_start_up_is_launched_once_more_before_it_counts_with_model_backed_runner(
         tmp_path: Path) -> None:
     runner = _FlakyOnce("launch_error", seed=0)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=8, seed=0)
-    study = Driver(SPACE, ENGINE, TrialOptions(workdir=tmp_path, workload=SPACE.spec.workload),
-                   settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=8)
     rows = summaries(study)
     failed = [s for s in rows if s.state == "FAIL"]
     assert len(failed) == 1 and failed[0].retried and failed[0].reason == "launch_error"
@@ -132,10 +124,7 @@ def test_a_flaky_start_up_is_launched_once_more_before_it_counts_with_model_back
 def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(
         tmp_path: Path) -> None:
     runner = _FlakyOnce("oom", seed=0)
-    settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
-                             trials=8, seed=0)
-    study = Driver(SPACE, ENGINE, TrialOptions(workdir=tmp_path, workload=SPACE.spec.workload),
-                   settings, lambda: runner).run()
+    study = model_sweep(tmp_path, runner, trials=8)
     failed = [s for s in summaries(study) if s.state == "FAIL"]
     assert len(failed) == 1 and not failed[0].retried
     assert not [t for t in study.get_trials() if "flaky_retry_of" in t.user_attrs]
