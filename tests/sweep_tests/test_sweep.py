@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -79,27 +78,49 @@ def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> Non
 SLOW_START = json.dumps([{"kind": "slow_start", "seconds": 1200}])
 
 
+def young_server(after: float, younger_than: float) -> bool:
+    """Whether a simulator server started after ``after`` has been up under ``younger_than``
+    seconds (under SLOW_START it is still starting: its trial runs for seconds more)."""
+    now = time.time()
+    for p in psutil.process_iter(["cmdline", "create_time", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if ("tuner_sim" in cmd and p.info["status"] != psutil.STATUS_ZOMBIE
+                and after < p.info["create_time"] and now - p.info["create_time"] < younger_than):
+            return True
+    return False
+
+
+def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str]) -> None:
+    """SIGKILL ``driver`` while a trial after the first completed one is surely mid-run: its
+    server (started after a trial completed) is younger than half SLOW_START's 4 s."""
+    deadline = time.time() + 300
+    done_at = None
+    while time.time() < deadline and driver.poll() is None:
+        time.sleep(0.2)
+        if done_at is None:
+            try:
+                study = load(tmp)
+            except (KeyError, ValueError):
+                continue
+            if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+                done_at = time.time()
+        elif young_server(done_at, 2.0):
+            driver.send_signal(signal.SIGKILL)
+            driver.wait()
+            return
+    driver.kill()
+    raise AssertionError(f"no trial to interrupt (driver exit {driver.wait()}):\n"
+                         + (tmp / "first.log").read_text()[-3000:])
+
+
 @pytest.mark.parametrize("runner", [[], ["--ray-address", "none"]], ids=["ray", "local"])
 def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
                                                                   runner: list[str]) -> None:
     t0 = time.time()
     argv = sweep_argv(tmp_path, *runner, "--sim-faults", SLOW_START, trials=6)
-    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 300
-    # kill while a non-baseline trial is running
-    while time.time() < deadline:
-        time.sleep(0.5)
-        try:
-            study = load(tmp_path)
-        except (KeyError, ValueError):
-            continue
-        running = study.get_trials(deepcopy=False,
-                                   states=(optuna.trial.TrialState.RUNNING,))
-        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if running and done:
-            break
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait()
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
+    kill_during_a_later_trial(tmp_path, first)
     before = {t.number: (t.state, t.values) for t in load(tmp_path).get_trials()}
     interrupted = [n for n, (s, _) in before.items() if s == optuna.trial.TrialState.RUNNING]
     assert interrupted
