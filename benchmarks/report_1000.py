@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/report_1000.py
 
-Builds a study of 1,000 measured trials (feasible, gated and failed, with failure twins and
+Builds a study of 1,000 measured trials (feasible, gated and failed, with$
 the user attributes a sweep writes) in a temporary SQLite file, then times
 ``tuner report`` (rich tables) and ``tuner report --html`` as subprocesses, against a bare
 ``tuner --help`` start.
@@ -49,10 +49,6 @@ def build(db: Path, n: int = 1000) -> None:
             trials.append(optuna.trial.create_trial(
                 state=optuna.trial.TrialState.FAIL, params=cfg, distributions=dists,
                 user_attrs={**attrs, "reason": "oom", "message": "Not enough memory"}))
-            trials.append(optuna.trial.create_trial(
-                params=cfg, distributions=dists, values=[260.0, 0.0],
-                constraints={"accept_length_floor": 0, "accuracy_drop": 0, "failed": 1},
-                user_attrs={"tuner:role": "failure_twin"}))
             continue
         tpot = rng.uniform(16, 40)
         acc = rng.uniform(0.9, 1.0)
@@ -84,7 +80,7 @@ def main() -> None:
         plain = timed([*tuner, "report", NAME, "--storage", str(db)])
         html = timed([*tuner, "report", NAME, "--storage", str(db), "--html",
                       str(Path(tmp) / "r.html")])
-    print("study of 1000 measured trials (+ failure twins) in SQLite")
+    print("study of 1000 measured trials in SQLite")
     print(f"tuner --help              {bare:6.2f} s")
     print(f"tuner report              {plain:6.2f} s  ({plain / bare:.1f}x a bare start)")
     print(f"tuner report --html       {html:6.2f} s  ({html / bare:.1f}x a bare start)")

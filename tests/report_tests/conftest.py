@@ -33,7 +33,7 @@ def mixed_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     study = Driver(space, make_engine("sim"), TrialOptions(workdir=tmp, workload=space.spec
                    .workload), settings, lambda: runner).run()
     kinds = {("gated" if any(v > 0 for v in t.constraints.values()) else "feasible")
-             for t in study.get_trials() if t.values and not t.user_attrs.get("twin_of")}
+             for t in study.get_trials() if t.values}
     assert kinds == {"gated", "feasible"}
     assert any(not t.values for t in study.get_trials())
     return tmp / "s.db"
@@ -48,15 +48,29 @@ def chromium() -> str:
     return exe
 
 
+def _headless(url: str, profile: Path, width: int, height: int, budget_ms: int,
+              *action: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-quic", "--no-first-run", "--disable-background-networking",
+                           "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={profile}", "--hide-scrollbars",
+                           f"--window-size={width},{height}", f"--virtual-time-budget={budget_ms}",
+                           *action, url], check=True, capture_output=True, text=True,
+                          timeout=120)
+
+
 def screenshot(url: str, out: Path, *, width: int = 1300, height: int = 1000,
                budget_ms: int = 8000) -> Path:
-    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                    "--disable-quic", "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={out.parent / 'chromium-profile'}", "--hide-scrollbars",
-                    f"--window-size={width},{height}", f"--virtual-time-budget={budget_ms}",
-                    f"--screenshot={out}", url], check=True, capture_output=True, timeout=120)
+    _headless(url, out.parent / "chromium-profile", width, height, budget_ms,
+              f"--screenshot={out}")
     return out
+
+
+def rendered_dom(url: str, tmp: Path, *, width: int = 1400, height: int = 1400,
+                 budget_ms: int = 15000) -> str:
+    """The page's DOM after its scripts ran (plotly's SVG: ticks, points) in Chromium."""
+    return _headless(url, tmp / "chromium-profile", width, height, budget_ms,
+                     "--dump-dom").stdout
 
 
 def colour_pixels(png: Path, rgb: tuple[int, int, int], tol: int = 12) -> int:

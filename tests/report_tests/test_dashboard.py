@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
+import optuna
 import pytest
 
 from tests.conftest import tuner_argv
 from tests.report_tests.conftest import STUDY
 from tests.report_tests.conftest import colour_pixels
+from tests.report_tests.conftest import rendered_dom
 from tests.report_tests.conftest import screenshot
+from tests.sweep_tests import assert_only_measurements_complete
 from tuner.trial._server import free_port
 
 
@@ -66,3 +70,34 @@ def test_dashboard_pareto_view_greys_infeasible_trials(dashboard: str, tmp_path:
     png = screenshot(f"{dashboard}/dashboard/studies/{sid}", tmp_path / "dash.png",
                      width=1400, height=1400, budget_ms=15000)
     assert colour_pixels(png, (0xCC, 0xCC, 0xCC), tol=4) > 30   # plotly.js "Infeasible"
+
+
+def _pareto_plot(dom: str) -> str:
+    """The SVG of the dashboard's Pareto Front card (up to the next card, History)."""
+    start = dom.index("Pareto Front</h6>")
+    return dom[start:dom.index("History</h6>", start)]
+
+
+def test_dashboard_study_holds_only_measurements_and_its_pareto_axis_fits_them(
+        dashboard: str, mixed_study: Path, tmp_path: Path) -> None:
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{mixed_study}")
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    assert optuna.trial.TrialState.FAIL in states
+    assert_only_measurements_complete(study)     # no stand-in stored: failures stay failed
+    sid = httpx.get(dashboard + "/api/studies", timeout=10).json()["study_summaries"][0][
+        "study_id"]
+    shown = httpx.get(f"{dashboard}/api/studies/{sid}", params={"after": 0},
+                      timeout=30).json()["trials"]
+    assert [t["state"] for t in shown] == [s.name.capitalize() for s in states]
+    tpots = [t.values[0] for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))]
+    url = f"{dashboard}/dashboard/studies/{sid}"
+    plot = _pareto_plot(rendered_dom(url, tmp_path))
+    ticks = [float(v) for v in re.findall(r'class="xtick"><text[^>]*data-unformatted="([^"]+)"',
+                                          plot)]
+    xs = [float(x) for x in re.findall(r'class="point"[^>]*transform="translate\(([\d.]+),',
+                                       plot)]
+    width = float(re.search(r'class="nsewdrag drag"[^>]*width="([\d.]+)"', plot).group(1))
+    assert len(xs) == len(tpots)                  # every measured trial drawn, nothing else
+    assert 0.8 * min(tpots) <= min(ticks) and max(ticks) <= 1.2 * max(tpots), ticks
+    assert max(xs) - min(xs) >= 0.6 * width       # spread over the plot, not in one corner
+    screenshot(url, tmp_path / "pareto.png", width=1400, height=1400, budget_ms=15000)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from scipy.stats import t as student_t
 
+from tests.sweep_tests import stand_ins
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import Role
@@ -93,8 +94,7 @@ def test_confirmations_step_down_the_capacity_ladder_after_an_oom_with_model_bac
     pick = feasible_best(study)
     assert largest_capacity(study, pick.number).user_attrs["config"]["mem_fraction"] == 0.69
     assert estimates(study)[pick.number].tpot_ms == confirms[1].tpot_ms   # only what served
-    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
-                "failure_twin"]
+    assert not stand_ins(study)
 
 
 def test_finals_of_a_timed_sweep_start_at_the_last_fifth_of_its_hours() -> None:
@@ -194,8 +194,7 @@ def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backe
     again = [t for t in study.get_trials() if t.user_attrs.get("retry_of") == 1]
     assert len(again) == 1 and again[0].state.name == "COMPLETE"          # measured, not
     assert "duplicate_of" not in again[0].user_attrs                      # a copy of the loss
-    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
-                "failure_twin"]
+    assert not stand_ins(study)
     assert sum(s.launched for s in summaries(study)) == 10                # the loss not counted
 
 

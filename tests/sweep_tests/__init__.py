@@ -7,3 +7,22 @@ def assert_every_constraint_set(trial: optuna.trial.FrozenTrial) -> None:
     keys = ("accept_length_floor", "accuracy_drop", "failed")
     assert {k for k in trial.constraints if not k.isdigit()} == set(keys)
     assert trial.system_attrs["constraints"] == [trial.constraints[k] for k in keys]
+
+
+def stand_ins(study: optuna.Study) -> set[int]:
+    """Numbers of the stored FAIL trials that the sampler sees as COMPLETE stand-ins."""
+    from tuner.study import sampler_trials
+
+    stored = {t.number: t.state for t in study.get_trials(deepcopy=False)}
+    return {t.number for t in sampler_trials(study)
+            if t.state == optuna.trial.TrialState.COMPLETE
+            and stored[t.number] == optuna.trial.TrialState.FAIL}
+
+
+def assert_only_measurements_complete(study: optuna.Study) -> None:
+    """Every COMPLETE trial in storage is a real measurement (its values are the TPOT and
+    accuracy it measured, or, for a copied repeat, those of the measured trial it names)."""
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        source = study.trials[t.user_attrs.get("duplicate_of", t.number)]
+        assert source.user_attrs.get("tpot_ms") == t.values[0], t.number
+        assert source.user_attrs.get("tuner:role") in ("baseline", "trial", "remeasure")

@@ -8,6 +8,7 @@ from pathlib import Path
 import optuna
 
 from tests.conftest import SPARK
+from tests.sweep_tests import stand_ins
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.engines import make_engine
@@ -113,8 +114,7 @@ def test_a_flaky_start_up_is_launched_once_more_before_it_counts_with_model_back
              if t.user_attrs.get("flaky_retry_of") == failed[0].number]
     assert len(retry) == 1 and retry[0].state == optuna.trial.TrialState.COMPLETE
     assert retry[0].user_attrs["config_hash"] == failed[0].config_hash
-    assert not [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
-                "failure_twin"]                          # the sampler is not steered away
+    assert not stand_ins(study)                          # the sampler is not steered away
     assert sum(s.launched for s in rows) == 8 == len(runner.launched)
     # the screen planned while the retry was queued was not lost: every screen measured
     measured = {s.config_hash for s in rows if s.measured}
@@ -128,5 +128,4 @@ def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(
     failed = [s for s in summaries(study) if s.state == "FAIL"]
     assert len(failed) == 1 and not failed[0].retried
     assert not [t for t in study.get_trials() if "flaky_retry_of" in t.user_attrs]
-    assert [t for t in study.get_trials() if t.user_attrs.get("tuner:role") ==
-            "failure_twin"]
+    assert stand_ins(study) == {failed[0].number}

@@ -27,8 +27,8 @@ def dashboard(
     out.print(f"optuna-dashboard for study [bold]{study}[/] ({loc.storage_url})")
     out.print(f"open http://{host}:{port}/dashboard/studies/{st._study_id}   (Ctrl-C stops)")
     out.print("[dim]gated trials are stored in both constraint formats, so the dashboard's "
-              "Pareto plot greys them out; failure twins (role failure_twin) are bookkeeping "
-              "for the sampler[/]")
+              "Pareto plot greys them out; failed trials are shown failed (the sampler's "
+              "stand-ins for them are never stored)[/]")
     from optuna_dashboard import run_server
 
     try:

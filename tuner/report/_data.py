@@ -2,10 +2,11 @@
 
 Kinds of trial: ``feasible`` (measured, every constraint met), ``gated`` (measured, a gate
 rule fired: collapse or accuracy drop), ``failed`` (no measurement: crash, OOM, timeout,
-unsupported knob, effect mismatch...). Failure twins and repeats of a measured configuration
-are bookkeeping and never shown as trials of their own; the finals' re-measurements are
-pooled into the row of the configuration they re-measured (its TPOT is then the pooled
-estimate, :func:`tuner.study.estimates`, and ``launches`` says how many launches it pools).
+unsupported knob, effect mismatch...). Repeats of a measured configuration (and the
+stored failure stand-ins of older studies) are bookkeeping and never shown as trials of
+their own; the finals' re-measurements are pooled into the row of the configuration they
+re-measured (its TPOT is then the pooled estimate, :func:`tuner.study.estimates`, and
+``launches`` says how many launches it pools).
 """
 
 from __future__ import annotations

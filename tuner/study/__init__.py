@@ -17,12 +17,12 @@ from tuner.study._pooled import largest_capacity
 from tuner.study._pooled import ties_with
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
-from tuner.study._record import add_failure_twin
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import SAMPLERS
 from tuner.study._samplers import make_sampler
+from tuner.study._stand_ins import sampler_trials
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
@@ -38,8 +38,9 @@ from tuner.study._summary import summarize
 
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
-           "TrialSummary", "add_failure_twin", "baseline_trial", "context_of", "distribution",
+           "TrialSummary", "baseline_trial", "context_of", "distribution",
            "estimates", "feasible_best", "feasible_estimates", "feasible_front",
-           "largest_capacity", "locate", "make_sampler", "open_study", "redact_url", "slug",
+           "largest_capacity", "locate", "make_sampler", "open_study", "redact_url",
+           "sampler_trials", "slug",
            "suggest", "summaries", "summarize", "tell_result", "ties_with",
            "write_legacy_constraints"]

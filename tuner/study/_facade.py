@@ -3,8 +3,8 @@
 The driver schedules; this class owns the Optuna study. Per trial the driver calls it twice:
 :meth:`SweepStudy.propose` (ask, suggest, canonicalise through the engine's callback,
 deduplicate: a repeat of a measured configuration is answered from the earlier result at
-once) and :meth:`SweepStudy.record` (values, constraints, attributes, artifacts, the failure
-twin of a FAIL, and the copies for repeats that waited on this trial).
+once) and :meth:`SweepStudy.record` (values, constraints, attributes, artifacts, and the
+copies for repeats that waited on this trial).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from tuner.study._front import feasible_best
 from tuner.study._lock import DriverLock
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
-from tuner.study._record import add_failure_twin
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import write_legacy_constraints
@@ -199,14 +198,15 @@ class SweepStudy:
     def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
                ) -> str:
         """Tell ``proposal``'s result; return ``COMPLETE``, ``FAIL``, or ``RETRY`` (a FAIL
-        whose flaky start-up is launched once more); another FAIL gets its failure twin;
+        whose flaky start-up is launched once more; another FAIL is a failure the sampler sees
+        as a stand-in, :mod:`tuner.study._stand_ins`);
         ``requeue`` queues the configuration once more (a lost worker); repeats that waited
         on it are answered."""
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
         flaky = not requeue and self._flaky(proposal, result)
         # a lost worker measured nothing: ``recovered`` (neither counted nor a failure of
-        # the configuration, no twin), queued once more like a dead driver's trial
+        # the configuration, no stand-in), queued once more like a dead driver's trial
         extra = {"retried": True} if flaky else {"recovered": True} if requeue else None
         state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
                             baseline_tpot=base_tpot, role=proposal.role.value, store=self.store,
@@ -217,10 +217,6 @@ class SweepStudy:
             state = "RETRY"
         elif state == "FAIL" and requeue:
             self._enqueue_retry(proposal.trial, proposal.role.value)
-        elif state == "FAIL" and proposal.role != Role.REMEASURE:
-            add_failure_twin(self.study, self.study.trials[proposal.number],
-                             with_accuracy=self.with_accuracy,
-                             pessimistic_tpot=10.0 * (base_tpot or 100.0), reason=result.reason)
         h = proposal.config_hash or ""
         self._inflight.pop(h, None)
         for dup in self._waiting.pop(h, []):
@@ -245,7 +241,7 @@ class SweepStudy:
     def _flaky(proposal: Proposal, result: TrialResult) -> bool:
         """A start-up that failed without a deterministic cause (``FLAKY_REASONS``) is
         launched once more before it counts as a failure: the failed trial stays, marked
-        ``retried`` (neither measured nor a failure twin), and the retry carries
+        ``retried`` (neither measured nor a failure stand-in), and the retry carries
         ``flaky_retry_of``; a retry that fails again counts."""
         return (result.status == "failed" and result.reason in FLAKY_REASONS
                 and proposal.role != Role.REMEASURE

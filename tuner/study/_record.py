@@ -5,11 +5,11 @@
   ``accuracy_drop``, ``failed``), so a gated trial is infeasible everywhere: in
   ``study.best_trials``, in reports, in the dashboard.
 * A failed trial (crash, OOM, timeout, unsupported knob, effect mismatch...) is FAIL with
-  its reason. Optuna's samplers ignore FAIL trials, so the failing region would be proposed
-  again and again; each FAIL therefore gets a **failure twin**: a COMPLETE trial with the
-  same parameters, pessimistic values and the constraint ``failed = 1``. TPE, NSGA-II and GP
-  put infeasible trials in the "bad" group, so they steer away; reports and the Pareto
-  front skip twins (user attr ``tuner:role = failure_twin``).
+  its reason, and nothing else: the sampler learns to avoid its region from a stand-in
+  made only in its own view of the study (:mod:`tuner.study._stand_ins`), so the stored
+  study (what optuna-dashboard shows) holds real measurements only. Studies written before
+  that may hold stored stand-ins ("failure twins", role ``failure_twin``); every reader
+  skips them.
 * The server log, the per-request records and the TrialResult JSON are artifacts.
 """
 
@@ -138,17 +138,3 @@ def write_legacy_constraints(study: Any, trial_id: int, values: list[float]) -> 
     draws gated trials as feasible (docs/optuna-ray-facts.md, Optuna 3). Optuna merges both
     formats into ``trial.constraints`` with the same feasibility."""
     study._storage.set_trial_system_attr(trial_id, "constraints", values)
-
-
-def add_failure_twin(study: Any, failed: Any, *, with_accuracy: bool, pessimistic_tpot: float,
-                     reason: str | None) -> None:
-    """A COMPLETE, infeasible copy of a FAIL trial, so samplers learn to avoid its region."""
-    import optuna
-
-    values = [pessimistic_tpot, 0.0] if with_accuracy else [pessimistic_tpot]
-    twin = optuna.trial.create_trial(
-        params=failed.params, distributions=failed.distributions, values=values,
-        constraints={"accept_length_floor": 0.0, "accuracy_drop": 0.0, "failed": 1.0},
-        user_attrs={ROLE: "failure_twin", "twin_of": failed.number, "reason": reason},
-        system_attrs={"constraints": [0.0, 0.0, 1.0]})
-    study.add_trial(twin)

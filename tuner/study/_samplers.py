@@ -12,6 +12,7 @@ from typing import Any
 
 from tuner.errors import UserError
 from tuner.space import SearchSpace
+from tuner.study._stand_ins import stand_in_sampler
 
 
 Factory = Callable[[SearchSpace, "int | None"], Any]
@@ -80,8 +81,9 @@ _ALIASES = {"nsga-ii": "nsga2", "nsgaii": "nsga2"}
 
 
 def make_sampler(name: str, seed: int | None, space: SearchSpace) -> Any:
-    """The sampler ``name`` (case-insensitive) for ``space``."""
+    """The sampler ``name`` (case-insensitive) for ``space``, seeing failures as stand-ins
+    (:mod:`tuner.study._stand_ins`)."""
     key = _ALIASES.get(name.lower(), name.lower())
     if key not in SAMPLERS:
         raise UserError(f"--sampler {name!r}: expected one of {', '.join(SAMPLERS)}")
-    return SAMPLERS[key](space, seed)
+    return stand_in_sampler(SAMPLERS[key](space, seed))

@@ -20,7 +20,7 @@ class Role(enum.StrEnum):
     BASELINE = "baseline"          # trial 0: the space's baseline, measured alone first
     TRIAL = "trial"                # a configuration the search proposed and measured
     DUPLICATE = "duplicate"        # a repeat of a measured configuration: its result copied
-    FAILURE_TWIN = "failure_twin"  # a COMPLETE, infeasible stand-in of a FAIL trial
+    FAILURE_TWIN = "failure_twin"  # a stored stand-in of a FAIL trial (older studies only)
     REMEASURE = "remeasure"        # a finalist launched again (tuner/sweep/_finals.py)
 
 

@@ -1,0 +1,128 @@
+"""Failure stand-ins that live only in the sampler's view of the study, never in storage.
+
+Optuna's samplers ignore FAIL trials, so a region that crashes or runs out of memory would
+be proposed again and again. The sampler therefore sees each failure of a configuration as
+a **stand-in**: the same trial, COMPLETE, with pessimistic values (``10 x`` the baseline's
+TPOT, accuracy 0) and the constraint ``failed = 1``. TPE, NSGA-II and GP put infeasible
+trials in the "bad" group, so they steer away.
+
+The stand-ins are made on the fly by :class:`StandInSampler` for the inner sampler's calls;
+the stored study holds only real measurements, so optuna-dashboard, reports and exports
+never meet a fake value (a FAIL trial is shown as failed). Failures that say nothing about
+the configuration get no stand-in: a flaky start-up that is launched once more
+(``retried``), a trial whose run was lost (``recovered``), a finals' re-measurement, a
+copied repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from typing import Any
+
+from tuner.study._record import CONSTRAINT_KEYS
+from tuner.study._record import ROLE
+
+
+#: A stand-in's TPOT is this many times the baseline's (or ``NO_BASELINE_TPOT_MS`` x this).
+PESSIMISM = 10.0
+NO_BASELINE_TPOT_MS = 100.0
+
+
+def steers_away(trial: Any) -> bool:
+    """Whether the FAIL ``trial`` (a FrozenTrial) is a failure of its configuration, which
+    the sampler must learn to avoid."""
+    a = trial.user_attrs
+    return (trial.state.name == "FAIL" and a.get(ROLE, "trial") in ("baseline", "trial")
+            and "config_hash" in a and not a.get("retried") and not a.get("recovered"))
+
+
+def stand_in(trial: Any, *, n_objectives: int, pessimistic_tpot: float) -> Any:
+    """The COMPLETE, infeasible copy of the FAIL ``trial`` that the sampler sees."""
+    import optuna
+
+    values = [pessimistic_tpot, 0.0][:n_objectives]
+    failed = {k: (1.0 if k == "failed" else 0.0) for k in CONSTRAINT_KEYS}
+    system_attrs: dict[str, Any] = {f"constraints:{k}": v for k, v in failed.items()}
+    system_attrs["constraints"] = list(failed.values())
+    return optuna.trial.FrozenTrial(
+        number=trial.number, trial_id=trial._trial_id, state=optuna.trial.TrialState.COMPLETE,
+        value=None, values=values, datetime_start=trial.datetime_start,
+        datetime_complete=trial.datetime_complete or trial.datetime_start,
+        params=dict(trial.params), distributions=dict(trial.distributions),
+        user_attrs=dict(trial.user_attrs), system_attrs=system_attrs, intermediate_values={})
+
+
+def sampler_trials(study: Any, *, use_cache: bool = False) -> list[Any]:
+    """Every trial of ``study`` as its sampler sees it: each failure of a configuration
+    replaced by its stand-in, in number order."""
+    trials = study._get_trials(deepcopy=False, use_cache=use_cache)
+    base = next((t for t in trials if t.state.name == "COMPLETE"
+                 and t.user_attrs.get(ROLE) == "baseline"), None)
+    tpot = PESSIMISM * (base.values[0] if base is not None else NO_BASELINE_TPOT_MS)
+    n = len(study.directions)
+    return [stand_in(t, n_objectives=n, pessimistic_tpot=tpot) if steers_away(t) else t
+            for t in trials]
+
+
+class _SamplerView:
+    """``study`` with :func:`sampler_trials` in place of its trials; all else forwarded
+    (the storage too: a sampler's own system attrs are written to the real trial)."""
+
+    def __init__(self, study: Any) -> None:
+        self._study = study
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    def _get_trials(self, deepcopy: bool = True, states: Container[Any] | None = None,
+                    use_cache: bool = False) -> list[Any]:
+        import copy
+
+        trials = sampler_trials(self._study, use_cache=use_cache)
+        if states is not None:
+            trials = [t for t in trials if t.state in states]
+        return copy.deepcopy(trials) if deepcopy else trials
+
+    def get_trials(self, deepcopy: bool = True, states: Container[Any] | None = None
+                   ) -> list[Any]:
+        return self._get_trials(deepcopy=deepcopy, states=states)
+
+    @property
+    def trials(self) -> list[Any]:
+        return self._get_trials()
+
+
+def stand_in_sampler(inner: Any) -> Any:
+    """``inner`` (an Optuna sampler) wrapped so that it sees failures as stand-ins."""
+    import optuna
+
+    class StandInSampler(optuna.samplers.BaseSampler):
+        """Forwards every call to ``inner`` with the study seen through _SamplerView."""
+
+        def __init__(self) -> None:
+            self.inner = inner
+
+        def __repr__(self) -> str:
+            return f"StandInSampler({self.inner!r})"
+
+        def reseed_rng(self) -> None:
+            self.inner.reseed_rng()
+
+        def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
+            return self.inner.infer_relative_search_space(_SamplerView(study), trial)
+
+        def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
+            return self.inner.sample_relative(_SamplerView(study), trial, search_space)
+
+        def sample_independent(self, study: Any, trial: Any, param_name: str,
+                               param_distribution: Any) -> Any:
+            return self.inner.sample_independent(_SamplerView(study), trial, param_name,
+                                                 param_distribution)
+
+        def before_trial(self, study: Any, trial: Any) -> None:
+            self.inner.before_trial(_SamplerView(study), trial)
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            self.inner.after_trial(_SamplerView(study), trial, state, values)
+
+    return StandInSampler()
