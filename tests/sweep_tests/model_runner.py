@@ -110,10 +110,11 @@ class ModelRunner(TrialRunner):
         return res
 
 
-def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int, seed: int = 0,
-                space: Any = None, **settings: Any) -> Any:
+def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int | None, seed: int = 0,
+                space: Any = None, on_progress: Any = None, **settings: Any) -> Any:
     """A sweep of ``space`` (the Spark space by default) through the product's driver with
-    ``runner``; the study lives in ``tmp/s.db``. ``settings``: more SweepSettings fields."""
+    ``runner``; the study lives in ``tmp/s.db``. ``settings``: more SweepSettings fields;
+    ``on_progress``: the driver's progress callback."""
     from pathlib import Path
 
     from tuner.engines import make_engine
@@ -129,4 +130,5 @@ def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int, seed: int = 0,
     s = SweepSettings(study_name="s", location=locate(str(Path(tmp) / "s.db"), "s"),
                       trials=trials, seed=seed, **settings)
     opts = TrialOptions(workdir=Path(tmp), workload=space.spec.workload)
-    return Driver(space, make_engine("sim"), opts, s, lambda: runner).run()
+    return Driver(space, make_engine("sim"), opts, s, lambda: runner,
+                  on_progress=on_progress).run()

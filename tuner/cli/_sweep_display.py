@@ -1,4 +1,10 @@
-"""Progress for a night: a live panel on a terminal, one line per trial otherwise."""
+"""Progress for a night: a live rich Progress on a terminal, one line per trial otherwise.
+
+The live view is two lines that fit the terminal: a bar (the share of the trial budget or
+of the hours spent, whichever is further), launches done of the budget, ETA and the best
+TPOT; then failures by reason, gated trials, repeats and trials running (cropped first).
+Counts cover the whole study, so a resumed sweep shows what earlier runs did too.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +19,69 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def _status(p: Progress) -> str:
-    elapsed = time.monotonic() - p.started
-    eta = "-"
-    if p.budget and p.done:
-        eta = _hms(elapsed / p.done * max(0, p.budget - p.done))
-    best = "-"
-    if p.best_tpot is not None:
-        best = f"{p.best_tpot:.2f} ms (#{p.best_number})"
-        if p.baseline_tpot:
-            best += f", {p.baseline_tpot / p.best_tpot:.2f}x the baseline"
+def eta_s(p: Progress, now: float) -> float | None:
+    """Seconds left: to the ``--hours`` deadline, or at this run's pace to the trial
+    budget, whichever ends first; None before either can be known."""
+    elapsed = now - p.started
+    left = []
+    if p.hours:
+        left.append(p.hours * 3600 - elapsed)
+    this_run = p.done - p.done_before
+    if p.budget and this_run > 0:
+        left.append(elapsed / this_run * max(0, p.budget - p.done))
+    return max(0.0, min(left)) if left else None
+
+
+def fraction(p: Progress, now: float) -> float:
+    """How far the sweep is, 0..1: the trial budget or the hours, whichever is further."""
+    parts = [p.done / p.budget] if p.budget else []
+    if p.hours:
+        parts.append((now - p.started) / (p.hours * 3600))
+    return min(1.0, max(parts, default=0.0))
+
+
+def best_text(p: Progress) -> str:
+    if p.best_tpot is None:
+        return "best -"
+    out = f"best {p.best_tpot:.2f} ms #{p.best_number}"
+    if p.baseline_tpot:
+        out += f" {p.baseline_tpot / p.best_tpot:.2f}x"
+    return out
+
+
+def counts_text(p: Progress) -> str:
+    fails = ", ".join(f"{n} {reason}" for reason, n in sorted(
+        p.failures.items(), key=lambda kv: (-kv[1], kv[0])))
+    failed = f"{p.failed} failed" + (f" ({fails})" if fails else "")
+    return f"{failed}, {p.gated} gated, {p.duplicates} repeats, {p.running} running"
+
+
+def status_line(p: Progress, now: float) -> str:
+    """The whole status as one line (logs and non-terminal output)."""
+    eta = eta_s(p, now)
     budget = f"/{p.budget}" if p.budget else ""
-    return (f"elapsed {_hms(elapsed)}  ETA {eta}  trials {p.done}{budget} done, "
-            f"{p.failed} failed, {p.gated} gated, {p.duplicates} repeats, {p.running} running"
-            f"  best feasible TPOT {best}")
+    return (f"elapsed {_hms(now - p.started)}  ETA {'-' if eta is None else _hms(eta)}  "
+            f"trials {p.done}{budget} done  {best_text(p)} (vs the baseline)  "
+            f"{counts_text(p)}")
+
+
+def live_view(p: Progress, now: float) -> Any:
+    """The two live lines as a rich Progress (bar, done/budget, ETA, best) plus the counts."""
+    from rich.console import Group
+    from rich.progress import BarColumn
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TextColumn
+    from rich.text import Text
+
+    bar = RichProgress(BarColumn(bar_width=22), TextColumn("{task.description}"),
+                       TextColumn("ETA {task.fields[eta]}"), TextColumn("{task.fields[best]}"),
+                       auto_refresh=False, expand=False)
+    eta = eta_s(p, now)
+    done = f"{p.done}/{p.budget}" if p.budget else f"{p.done} done"
+    bar.add_task(done, total=1000, completed=round(1000 * fraction(p, now)),
+                 eta="-" if eta is None else _hms(eta), best=best_text(p))
+    counts = Text(counts_text(p), style="dim", no_wrap=True, overflow="ellipsis")
+    return Group(bar.make_tasks_table(bar.tasks), counts)
 
 
 class Display:
@@ -35,14 +90,16 @@ class Display:
         self.interactive = interactive
         self.simulated = simulated
         self._last = ""
-        self._done = 0
+        self._done = -1
         self._live: Any = None
+        self._progress: Progress | None = None
 
     def __enter__(self) -> Display:
         if self.interactive:
             from rich.live import Live
 
-            self._live = Live("", console=self.console, refresh_per_second=2, transient=False)
+            self._live = Live(console=self.console, refresh_per_second=2, transient=False,
+                              get_renderable=self._render)
             self._live.__enter__()
         return self
 
@@ -50,16 +107,22 @@ class Display:
         if self._live is not None:
             self._live.__exit__(*exc)
 
+    def _render(self) -> Any:
+        from rich.text import Text
+
+        p = self._progress
+        return live_view(p, time.monotonic()) if p is not None else Text("")
+
     def update(self, p: Progress) -> None:
+        self._progress = p
         if p.last and p.last != self._last:
             self._last = p.last
             stamp = time.strftime("%H:%M:%S")
             self.console.print(f"[dim]{stamp}[/] {p.last}", highlight=False)
             if not self.interactive and p.done != self._done:
                 self._done = p.done
-                self.console.print(f"[dim]{stamp}   {_status(p)}[/]", highlight=False)
-        if self._live is not None:
-            self._live.update(_status(p))
+                self.console.print(f"[dim]{stamp}   {status_line(p, time.monotonic())}[/]",
+                                   highlight=False)
 
 
 def print_front(console: Any, study: Any, *, simulated: bool) -> None:

@@ -20,6 +20,7 @@ from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.space import SearchSpace
 from tuner.study import Proposal
+from tuner.study import Role
 from tuner.study import StudyContext
 from tuner.study import StudyLocation
 from tuner.study import SweepStudy
@@ -53,12 +54,17 @@ class SweepSettings:
 
 @dataclass
 class Progress:
-    """What the display shows; updated by the driver after every event."""
+    """What the display shows; updated by the driver after every event. Counts cover the
+    whole study (a resumed sweep's earlier runs too); ``done_before``: launches done when
+    this run started (this run's pace sets the ETA)."""
 
     started: float = field(default_factory=time.monotonic)
     budget: int | None = None
-    done: int = 0
+    hours: float | None = None
+    done: int = 0                      # launches the budget counts
+    done_before: int = 0
     failed: int = 0
+    failures: dict[str, int] = field(default_factory=dict)    # reason -> launches
     gated: int = 0
     duplicates: int = 0
     running: int = 0
@@ -96,7 +102,7 @@ class Driver:
         self.lock = self.sweep.lock
         self.runner_factory = runner_factory
         self.on_progress = on_progress or (lambda p: None)
-        self.progress = Progress(budget=settings.trials)
+        self.progress = Progress(budget=settings.trials, hours=settings.hours)
         self.pending: dict[int, Proposal] = {}
         self.started: dict[int, float] = {}
         self.requeued: set[str] = set()
@@ -158,7 +164,7 @@ class Driver:
         return self.s.trials is None or self.sweep.counted() + len(self.pending) < self.s.trials
 
     def _loop(self, runner: TrialRunner) -> None:
-        self._refresh()
+        self._refresh(first=True)
         while True:
             self.lock.renew()
             baseline = self.sweep.baseline()
@@ -209,7 +215,9 @@ class Driver:
         if prop.kind == "invalid":
             return True
         if prop.kind in ("repeat", "wait"):
-            self.progress.duplicates += prop.kind == "repeat"
+            self.progress.last = (f"#{prop.number} repeats a configuration already "
+                                  + ("measured: its result is copied, nothing launched"
+                                     if prop.kind == "repeat" else "running: it waits for it"))
             self.repeats_in_a_row += 1
             if self.repeats_in_a_row >= MAX_REPEATS_IN_A_ROW:
                 self.exhausted = True
@@ -242,7 +250,6 @@ class Driver:
             if outcome.kind == "worker_lost" and h not in self.requeued:
                 self.requeued.add(h)
                 requeue = True
-        self.progress.duplicates += self.sweep.waiting_on(prop.config_hash or "")
         state = self.sweep.record(prop, result, requeue=requeue)
         self._after_tell(prop, result, state)
         self._refresh()
@@ -251,21 +258,18 @@ class Driver:
         p = self.progress
         n = prop.number
         if state in ("FAIL", "RETRY"):
-            p.failed += 1
             p.last = f"#{n} FAILED {result.reason}: {(result.message or '')[:120]}"
             if state == "RETRY":
                 p.last += " (a start-up failure: launching it once more)"
         else:
             a = result.aggregates
             gated = result.gate is not None and not result.gate.passed
-            p.gated += gated
             verdict = ("gated: " + ", ".join(r.rule for r in result.gate.fired())
                        if gated and result.gate else "ok")
             p.last = (f"#{n} TPOT {a.tpot_ms:.2f} ms, accept "
                       f"{a.accept_length or 1:.2f}, accuracy "
                       f"{(a.accuracy if a.accuracy is not None else float('nan')):.1%} - "
                       f"{verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
-        p.done += 1
 
     def _synthetic_failure(self, prop: Proposal, reason: str, detail: str) -> TrialResult:
         from datetime import UTC
@@ -301,12 +305,22 @@ class Driver:
             self.started.pop(number, None)
         self.sweep.cancel_waiting("cancelled")
 
-    def _refresh(self) -> None:
+    def _refresh(self, first: bool = False) -> None:
         p = self.progress
         baseline = self.sweep.baseline()
         if baseline is not None:
             p.baseline_tpot = baseline.tpot_ms
         rows = self.sweep.trials()
+        p.done = sum(r.launched for r in rows)
+        if first:
+            p.done_before = p.done
+        failed = [r for r in rows if r.launched and r.state == "FAIL"]
+        p.failed = len(failed)
+        p.failures = {}
+        for r in failed:
+            p.failures[r.reason or "unknown"] = p.failures.get(r.reason or "unknown", 0) + 1
+        p.gated = sum(r.launched and r.state == "COMPLETE" and bool(r.gate) for r in rows)
+        p.duplicates = sum(r.role == Role.DUPLICATE for r in rows)
         best = self.sweep.best(rows)
         if best is not None and best.values:
             from tuner.study import estimates
