@@ -8,10 +8,17 @@ from typing import Any
 import typer
 
 from tuner.cli import _engine_options as sim_options
+from tuner.cli._sweep_config import apply_config
 
 
 def sweep(
-    space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
+    ctx: typer.Context,
+    space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file "
+                                      "(or 'space:' in the --config file)"),
+    config: Path = typer.Option(None, "--config", is_eager=True, callback=apply_config,
+                                help="a YAML file of sweep options (trials: 200, "
+                                "ray-address: auto, ...; space: for SPACE); the command line "
+                                "overrides it (docs/sweep.md)"),
     engine: str = typer.Option("auto", help="auto, sglang, or sim[:fork|stock|fork-unshared]"),
     engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
     storage: str = typer.Option(None, help="Optuna storage URL (sqlite:///..., "
@@ -99,13 +106,14 @@ def sweep(
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
                              sampler=sampler, seed=seed, break_lock=break_lock,
-                             deadline_s=deadline)
+                             deadline_s=deadline, options=resolved_options(ctx))
 
     if ray_address not in (None, "", "none", "auto", "local"):
         check_address(ray_address)       # before the study is touched
     runner = _runner_factory(ray_address, parallel, gpu=not choice.simulated)
     _run(console(), choice, space, name, location, Driver(
-        space, choice.engine, opts, settings, runner), sys.stdout.isatty())
+        space, choice.engine, opts, settings, runner), sys.stdout.isatty(), storage,
+        artifacts)
 
 
 def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:
@@ -123,8 +131,11 @@ def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool)
 
 
 def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: Any,
-         interactive: bool) -> None:
-    """Header, live progress, the front at the end; Ctrl-C exits 130 (resume later)."""
+         interactive: bool, storage: str | None = None, artifacts: str | None = None) -> None:
+    """Header, live progress, the front at the end, then the commands that read the study;
+    Ctrl-C exits 130 (resume later)."""
+    import shlex
+
     from tuner.cli._sweep_display import Display
     from tuner.cli._sweep_display import print_front
     from tuner.study import redact_url
@@ -145,6 +156,28 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
                   "run the same command to resume")
         raise typer.Exit(130) from None
     print_front(out, study_obj, simulated=choice.simulated)
-    art = location.artifacts
-    out.print(f"\nstudy    {url}\nartifacts {art}")
-    out.print(f"inspect  optuna-dashboard {url} --artifact-dir {art}")
+    out.print(f"\nstudy    {url}\nartifacts {location.artifacts}")
+    where = [name, *(["--storage", url] if storage else []),
+             *(["--artifacts", str(location.artifacts)] if artifacts else [])]
+    for i, verb in enumerate(("report", "dashboard", "export")):
+        out.print(("next     " if i == 0 else "         ") + shlex.join(["tuner", verb, *where]),
+                  highlight=False, markup=False)
+
+
+def resolved_options(ctx: typer.Context) -> dict[str, Any]:
+    """The options this sweep ran with (command line over --config file over defaults), as
+    stored with the study: no API key, the storage URL without its password."""
+    from tuner.study import redact_url
+
+    out: dict[str, Any] = {}
+    for name, value in ctx.params.items():
+        if name in ("api_key", "config"):
+            continue
+        if isinstance(value, Path):
+            value = str(value)
+        if name == "storage" and value:
+            value = redact_url(value)
+        out[name] = value
+    if ctx.params.get("config") is not None:
+        out["config_file"] = str(Path(ctx.params["config"]).resolve())
+    return out

@@ -9,7 +9,8 @@ from tuner.space._schema import Gate
 from tuner.space._schema import SpaceFile
 from tuner.space._schema import Workload
 from tuner.space._space import SearchSpace
+from tuner.space._yaml import read_yaml_file
 
 
 __all__ = ["Config", "Evidence", "Gate", "SearchSpace", "SpaceFile", "Workload", "load_space",
-           "parse_space", "value_key"]
+           "parse_space", "read_yaml_file", "value_key"]

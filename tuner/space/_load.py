@@ -22,6 +22,7 @@ from tuner.space._yaml import KeyPath
 from tuner.space._yaml import format_path
 from tuner.space._yaml import line_of
 from tuner.space._yaml import load_yaml
+from tuner.space._yaml import read_small_text
 
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -333,22 +334,8 @@ def parse_space(text: str, file: str = "<space>", source: Path | None = None) ->
 
 #: Values one stepped knob may take (a sweep enumerates and samples them).
 MAX_VALUES = 100_000
-#: A space file is a few KB; anything this large is a mistake.
-MAX_BYTES = 1024 * 1024
 
 
 def load_space(path: str | Path) -> SearchSpace:
     """Load and validate the search-space file at ``path``."""
-    p = Path(path)
-    try:
-        if not p.exists():
-            raise SpaceError("no such file", file=str(p))
-        if not p.is_file():           # a FIFO or /dev/zero would block or never end
-            raise SpaceError("not a regular file", file=str(p))
-        if p.stat().st_size > MAX_BYTES:
-            raise SpaceError(f"larger than {MAX_BYTES // 1024} KiB: not a space file",
-                             file=str(p))
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:   # symlink loops, permissions, encodings
-        raise SpaceError(f"cannot read: {exc.__class__.__name__}", file=str(p)) from None
-    return parse_space(text, file=str(p), source=p)
+    return parse_space(read_small_text(path), file=str(path), source=Path(path))

@@ -6,6 +6,7 @@ knob, so here it is an error with the line of the second occurrence.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -84,6 +85,32 @@ def load_yaml(text: str, file: str) -> tuple[Any, dict[KeyPath, int]]:
     finally:
         loader.dispose()
     return data, lines
+
+
+#: A space or sweep file is a few KB; anything this large is a mistake.
+MAX_BYTES = 1024 * 1024
+
+
+def read_small_text(path: str | Path, what: str = "space file") -> str:
+    """The text of the file at ``path``, refusing what is not a small regular UTF-8 file (a
+    FIFO or ``/dev/zero`` would block or never end); ``what`` names the file in messages."""
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise SpaceError("no such file", file=str(p))
+        if not p.is_file():
+            raise SpaceError("not a regular file", file=str(p))
+        if p.stat().st_size > MAX_BYTES:
+            raise SpaceError(f"larger than {MAX_BYTES // 1024} KiB: not a {what}",
+                             file=str(p))
+        return p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:   # symlink loops, permissions, encodings
+        raise SpaceError(f"cannot read: {exc.__class__.__name__}", file=str(p)) from None
+
+
+def read_yaml_file(path: str | Path, what: str) -> tuple[Any, dict[KeyPath, int]]:
+    """Read (:func:`read_small_text`) and parse (:func:`load_yaml`) the file at ``path``."""
+    return load_yaml(read_small_text(path, what), str(path))
 
 
 def format_path(path: KeyPath) -> str:

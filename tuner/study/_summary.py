@@ -103,6 +103,7 @@ class StudyContext:
     model: str | None = None
     workload: dict[str, Any] = field(default_factory=dict)
     space_yaml: str | None = None
+    sweep_options: dict[str, Any] | None = None   # the options of the last run (no secrets)
 
     @property
     def simulated(self) -> bool:
@@ -111,7 +112,8 @@ class StudyContext:
 
 CONTEXT_KEYS = {"space_name": "tuner:space_name", "machine": "tuner:machine",
                 "engine": "tuner:engine", "model": "tuner:model",
-                "workload": "tuner:workload", "space_yaml": "tuner:space_yaml"}
+                "workload": "tuner:workload", "space_yaml": "tuner:space_yaml",
+                "sweep_options": "tuner:sweep_options"}
 
 
 def context_of(study: Any) -> StudyContext:

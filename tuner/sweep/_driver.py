@@ -50,6 +50,8 @@ class SweepSettings:
     #: share of the budget (trials, or hours) spent launching the finalists again
     #: (_finals.py); 0: the pick is the fastest single reading
     finals_share: float = 0.2
+    #: the options the user ran the sweep with, stored with the study (no secrets)
+    options: dict[str, Any] | None = None
 
 
 @dataclass
@@ -94,7 +96,7 @@ class Driver:
             space_name=space.name, machine=space.spec.machine.id, engine=engine.name,
             model=space.spec.model.path, workload=options.workload.model_dump(),
             space_yaml=space.source.read_text() if space.source is not None
-            and space.source.is_file() else None)
+            and space.source.is_file() else None, sweep_options=settings.options)
         self.sweep = SweepStudy(settings.location, settings.study_name, space, context=context,
                                 with_accuracy=KINDS[space.spec.workload.kind].scored,
                                 sampler=settings.sampler, seed=settings.seed)

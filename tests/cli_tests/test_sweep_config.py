@@ -1,0 +1,76 @@
+"""``tuner sweep --config FILE``: a night from a file, the command line overriding it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+
+from tests.conftest import GSM8K_DIR
+from tests.conftest import REPO
+from tests.conftest import SPARK
+from tests.conftest import tuner_argv
+
+
+def _night(tmp: Path, **extra: object) -> Path:
+    folder = tmp / "nights"
+    folder.mkdir(exist_ok=True)
+    data = {"space": str(SPARK), "engine": "sim", "gsm8k": str(GSM8K_DIR),
+            "storage": "out/night.db", "workdir": "out/runs", "trials": 5, "questions": 6,
+            "time-scale": 300, "ray_address": "none", "seed": 2, **extra}
+    path = folder / "night.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.slow
+def test_a_night_runs_from_a_file_and_the_command_line_overrides_it(tmp_path: Path) -> None:
+    night = _night(tmp_path)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    proc = subprocess.run(tuner_argv("sweep", "--config", str(night), "--trials", "3"),
+                          cwd=elsewhere, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = night.parent / "out" / "night.db"             # relative to the file, not the cwd
+    study = optuna.load_study(study_name="ling-3.0-flash-dgx-spark", storage=f"sqlite:///{db}")
+    assert len([t for t in study.trials if t.state.is_finished()]) == 3   # CLI: 3, file: 5
+    stored = study.user_attrs["tuner:sweep_options"]
+    assert stored["trials"] == 3 and stored["questions"] == 6 and stored["seed"] == 2
+    assert stored["ray_address"] == "none" and stored["config_file"] == str(night)
+    assert stored["workdir"] == str(night.parent / "out" / "runs")
+    assert "api_key" not in stored
+    assert f"tuner report ling-3.0-flash-dgx-spark --storage sqlite:///{db}" in proc.stdout
+
+
+@pytest.mark.parametrize(("extra", "located"), [
+    ({"trails": 5}, "night.yaml:11: trails: unknown sweep option; expected one of"),
+    ({"trials": 0}, "night.yaml:6: trials: "),
+    ({"sampler": ["tpe"]}, "night.yaml:11: sampler: "),
+    ({"api-key": "s3cret"}, "night.yaml:11: api-key: an API key does not belong"),
+])
+def test_a_bad_key_or_value_is_a_located_error(tmp_path: Path, extra: dict[str, object],
+                                               located: str) -> None:
+    night = _night(tmp_path, **extra)
+    proc = subprocess.run(tuner_argv("sweep", "--config", str(night)), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert located in proc.stderr and "Traceback" not in proc.stderr
+    assert not (night.parent / "out").exists()           # nothing was created
+
+
+def test_the_readme_night_file_is_a_valid_sweep_config() -> None:
+    import typer
+
+    from tuner.cli._sweep_config import read_config
+    from tuner.cli.main import app
+
+    command = typer.main.get_command(app).commands["sweep"]   # type: ignore[attr-defined]
+    ctx = command.make_context("sweep", ["x"], resilient_parsing=True)
+    night = REPO / "docs" / "night.yaml"
+    options = read_config(ctx, command.params, night)
+    assert Path(options["space_file"]).resolve() == SPARK.resolve()
+    assert options["hours"] == 10.0 and options["questions"] == 60
+    assert "--config docs/night.yaml" in (REPO / "README.md").read_text()

@@ -1,0 +1,77 @@
+"""``tuner sweep --config night.yaml``: every sweep option in one file; the command line
+overrides it.
+
+The file is a mapping from option names (``trials``, ``ray-address`` or ``ray_address``...,
+and ``space`` for the SPACE argument) to values. Each value is checked as the option itself
+checks it, and a bad key or value is a located error (file, line, key, what was expected).
+Relative paths are relative to the file's folder, so a night file works from anywhere. The
+API key is refused (a night file is shared and committed; use ``TUNER_API_KEY``).
+Implementation: the values become Click's ``default_map`` (an eager option's callback).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+#: Options whose values are file or folder paths (resolved against the file's folder).
+PATH_KEYS = ("space_file", "storage", "artifacts", "workdir", "gsm8k", "sim_profiles")
+#: Never taken from a file.
+REFUSED = {"api_key": "an API key does not belong in a file that is shared; set "
+                      "TUNER_API_KEY in the environment", "config": "a config file cannot "
+                      "name another one"}
+ALIASES = {"space": "space_file"}
+
+
+def _resolve(key: str, value: Any, folder: Path) -> Any:
+    if key not in PATH_KEYS or not isinstance(value, str) or not value:
+        return value
+    if value == "online" or "://" in value or Path(value).expanduser().is_absolute():
+        return value
+    return str(folder / value)
+
+
+def read_config(ctx: typer.Context, params: list[Any], path: Path) -> dict[str, Any]:
+    """The options in the file at ``path``, converted and checked like the command line's."""
+    from tuner.errors import SpaceError
+    from tuner.space import read_yaml_file
+
+    data, lines = read_yaml_file(path, "sweep config file")
+    if not isinstance(data, dict):
+        raise SpaceError(f"expected a mapping of sweep options, got {type(data).__name__}",
+                         file=str(path))
+    by_name = {p.name: p for p in params if p.name}
+    known = sorted(["space", *(n.replace("_", "-") for n in by_name
+                               if n not in REFUSED and n not in ALIASES.values())])
+    out: dict[str, Any] = {}
+    for raw, value in data.items():
+        key = str(raw).replace("-", "_")
+        key = ALIASES.get(key, key)
+
+        def where(msg: str, raw: Any = raw) -> SpaceError:
+            return SpaceError(msg, file=str(path), path=str(raw), line=lines.get((raw,)))
+
+        if key in REFUSED:
+            raise where(REFUSED[key])
+        if key not in by_name:
+            raise where(f"unknown sweep option; expected one of {', '.join(known)}")
+        param = by_name[key]
+        if isinstance(value, (list, dict)):
+            raise where(f"expected one value, got a {type(value).__name__}")
+        try:
+            out[key] = param.process_value(ctx, _resolve(key, value, path.parent))
+        except typer.BadParameter as exc:
+            raise where(exc.format_message()) from None
+    return out
+
+
+def apply_config(ctx: typer.Context, param: typer.CallbackParam, value: Path | None
+                 ) -> Path | None:
+    """Eager callback of ``--config``: the file's options become the defaults."""
+    if value is not None:
+        ctx.default_map = {**(ctx.default_map or {}),
+                           **read_config(ctx, ctx.command.params, Path(value))}
+    return value
