@@ -21,10 +21,11 @@ def dashboard(
 
     from tuner.cli._common import console
     from tuner.study import open_study
+    from tuner.study import redact_url
 
     st, loc = open_study(study, storage, artifacts)
     out = console()
-    out.print(f"optuna-dashboard for study [bold]{study}[/] ({loc.storage_url})")
+    out.print(f"optuna-dashboard for study [bold]{study}[/] ({redact_url(loc.storage_url)})")
     out.print(f"open http://{host}:{port}/dashboard/studies/{st._study_id}   (Ctrl-C stops)")
     out.print("[dim]gated trials are stored in both constraint formats, so the dashboard's "
               "Pareto plot greys them out; failed trials are shown failed (the sampler's "

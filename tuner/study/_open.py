@@ -7,6 +7,7 @@ from typing import Any
 from tuner.errors import UserError
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import locate
+from tuner.study._storage import redact_url
 from tuner.study._storage import storage_errors
 
 
@@ -18,7 +19,7 @@ def open_study(name: str, storage: str | None = None, artifacts: str | None = No
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    loc = locate(storage, name, artifacts)
+    loc = locate(storage, name, artifacts, writing=False)
     if loc.storage_url.startswith("sqlite:///"):
         from pathlib import Path
 
@@ -33,6 +34,6 @@ def open_study(name: str, storage: str | None = None, artifacts: str | None = No
             study = optuna.load_study(study_name=name, storage=storage_obj)
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
-        raise UserError(f"no study {name!r} in {loc.storage_url}; it holds: "
+        raise UserError(f"no study {name!r} in {redact_url(loc.storage_url)}; it holds: "
                         f"{', '.join(names) or 'none'}") from None
     return study, loc

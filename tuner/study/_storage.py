@@ -37,7 +37,15 @@ class StudyLocation:
         if self.storage_url.startswith("sqlite:"):
             return optuna.storages.RDBStorage(
                 self.storage_url, engine_kwargs={"connect_args": {"timeout": 30}})
-        return optuna.storages.RDBStorage(self.storage_url)
+        return optuna.storages.RDBStorage(driver_url(self.storage_url))
+
+
+def driver_url(url: str) -> str:
+    """``postgresql://`` means psycopg 3 (the ``postgres`` extra), whichever driver this
+    SQLAlchemy would pick by default (2.0: psycopg2, 2.1: psycopg); an explicit
+    ``postgresql+driver://`` is kept."""
+    return "postgresql+psycopg://" + url[len("postgresql://"):] if url.startswith(
+        "postgresql://") else url
 
 
 def redact_url(url: str) -> str:
@@ -54,7 +62,8 @@ def storage_errors(location: StudyLocation) -> Iterator[None]:
         yield
     except ImportError:
         raise UserError(f"{where}: no driver for this database is installed here "
-                        "(PostgreSQL: pip install psycopg2-binary)"
+                        "(PostgreSQL: pip install 'moe-tuner[postgres]', which is "
+                        "psycopg[binary])"
                         ) from None
     except OSError as exc:
         raise UserError(f"{where}: {exc.strerror or exc.__class__.__name__}") from None
@@ -78,8 +87,10 @@ def slug(name: str) -> str:
 
 
 def locate(storage: str | None, study: str, artifacts: str | None = None,
-           home: Path = Path("trials")) -> StudyLocation:
-    """Resolve ``--storage``: None (``trials/<study>.db``), a URL, or a journal file path."""
+           home: Path = Path("trials"), *, writing: bool = True) -> StudyLocation:
+    """Resolve ``--storage``: None (``trials/<study>.db``), a URL, or a journal file path.
+    A database server's URL needs ``artifacts`` when ``writing`` (a sweep); a reader (report,
+    dashboard, export) without it looks in ``trials/<study>.artifacts``."""
     if storage is None:
         home.mkdir(parents=True, exist_ok=True)
         db = home / f"{slug(study)}.db"
@@ -90,14 +101,14 @@ def locate(storage: str | None, study: str, artifacts: str | None = None,
         if storage.startswith("sqlite:///"):
             base = Path(storage[len("sqlite:///"):])
             art = Path(artifacts) if artifacts else base.with_suffix(".artifacts")
-        elif artifacts is None:
-            raise UserError(f"--storage {storage}: give --artifacts DIR for the server logs "
-                            "and results (a directory the driver can write)")
+        elif artifacts is None and writing:
+            raise UserError(f"--storage {redact_url(storage)}: give --artifacts DIR for the "
+                            "server logs and results (a directory the driver can write)")
         else:
-            art = Path(artifacts)
+            art = Path(artifacts) if artifacts else home / f"{slug(study)}.artifacts"
         return StudyLocation(storage, art)
     path = Path(storage)
     if path.suffix in (".db", ".sqlite", ".sqlite3"):
-        return locate(f"sqlite:///{path.resolve()}", study, artifacts, home)
+        return locate(f"sqlite:///{path.resolve()}", study, artifacts, home, writing=writing)
     art = Path(artifacts) if artifacts else path.with_suffix(".artifacts")
     return StudyLocation(str(path), art, journal=path)
