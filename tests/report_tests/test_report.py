@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 from tests.conftest import tuner_argv
 from tests.report_tests.conftest import STUDY
 from tests.report_tests.conftest import colour_pixels
+from tests.report_tests.conftest import rendered_dom
 from tests.report_tests.conftest import screenshot
 from tuner.report._html import FAILED
 from tuner.report._html import FEASIBLE
@@ -37,6 +39,19 @@ def test_report_tables_json_and_csv(mixed_study: Path, tmp_path: Path) -> None:
     accs = [r["accuracy"] for r in js["front"]]
     assert accs == sorted(accs)                    # slower points must be more accurate
     assert js["failures"][0]["reason"] in ("oom", "startup_timeout")
+    for r in js["front"] + js["leaderboard"]:          # numbers as numbers
+        lo, hi = r["tpot_ci95"]
+        assert isinstance(lo, float) and lo <= r["tpot_ms"] <= hi
+        assert all(isinstance(v, float) for v in r["accuracy_ci95"] or [])
+        assert isinstance(r["launches"], int) and r["on_front"] == (r in js["front"])
+    assert js["importance"] and abs(sum(js["importance"].values()) - 1.0) < 1e-6
+    raw = pd.read_csv(tmp_path / "t.csv", dtype=str, keep_default_na=False)
+    assert raw.loc[raw["role"] == "baseline", "speedup"].astype(float).tolist() == [1.0]
+    assert set(raw.loc[raw["on_front"] == "True", "number"].astype(int)) == {
+        r["trial"] for r in js["front"]}
+    pd.to_datetime(raw["started_at"])                  # timestamps, parseable
+    for col in ("knob.spec_steps", "knob.spec_draft_tokens"):    # integers as integers
+        assert all(v == "" or v.isdigit() for v in raw[col]), set(raw[col])
 
 
 def test_html_report_shows_three_kinds_distinctly(mixed_study: Path, tmp_path: Path) -> None:
@@ -48,3 +63,23 @@ def test_html_report_shows_three_kinds_distinctly(mixed_study: Path, tmp_path: P
     hexrgb = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in (FEASIBLE, GATED, FAILED)]
     counts = [colour_pixels(png, rgb) for rgb in hexrgb]
     assert all(n > 50 for n in counts), counts
+
+
+def test_html_report_has_importance_parallel_coordinates_and_sorted_axes(
+        mixed_study: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert run(mixed_study, "--html", str(page)).returncode == 0
+    dom = rendered_dom(page.as_uri(), tmp_path, width=1300, height=4000)
+    titles = re.findall(r'class="gtitle"[^>]*>([^<]+)<', dom)
+    assert any(t.startswith("knob importance for TPOT") for t in titles), titles
+    assert any(t.startswith("feasible configurations: knobs to TPOT") for t in titles)
+    assert 'class="parcoords"' in dom
+    axes = re.findall(r'class="axis-title"[^>]*>([^<]+)<', dom)     # parcoords' axis names
+    assert "moe_backend" in axes and "TPOT ms" in axes, axes
+    assert "baseline (trial #0's configuration)" in dom             # the baseline marker
+    # the memory-fraction box plot: numeric categories in order, each once
+    plot = next(seg for seg in dom.split('class="plot-container plotly"')
+                if ">TPOT vs mem_fraction<" in seg)
+    ticks = re.findall(r'class="xtick"><text[^>]*data-unformatted="([^"]+)"', plot)
+    assert ticks == sorted(ticks, key=float) and len(ticks) == len(set(ticks)) > 1, ticks
+    screenshot(page.as_uri(), tmp_path / "report-full.png", height=4000)

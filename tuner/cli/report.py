@@ -34,16 +34,19 @@ def report(
         cols = [c for c in data.trials.columns if c != "config"]
         data.trials[cols].to_csv(csv, index=False)
     if html is not None:
+        from tuner.report import display_table
         from tuner.report import render
 
-        html.write_text(render(data, {"Pareto front": front, "Leaderboard": board,
+        html.write_text(render(data, {"Pareto front": display_table(front),
+                                      "Leaderboard": display_table(board),
                                       "Failures by reason": data.failures(),
                                       "Per-knob effects": data.knob_effects()}))
     if json_:
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
-                               "failures": data.failures().to_dict(orient="records")},
+                               "failures": data.failures().to_dict(orient="records"),
+                               "importance": data.importance},
                               indent=2, default=str))
         return
     print_tables(console(), data, front, board)

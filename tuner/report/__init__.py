@@ -3,9 +3,11 @@
 from tuner.report._data import StudyData
 from tuner.report._data import collect
 from tuner.report._html import render
+from tuner.report._tables import display_table
 from tuner.report._tables import front_table
 from tuner.report._tables import leaderboard
 from tuner.report._tables import print_tables
 
 
-__all__ = ["StudyData", "collect", "front_table", "leaderboard", "print_tables", "render"]
+__all__ = ["StudyData", "collect", "display_table", "front_table", "leaderboard", "print_tables",
+           "render"]

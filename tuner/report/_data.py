@@ -12,6 +12,7 @@ re-measured (its TPOT is then the pooled estimate, :func:`tuner.study.estimates`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import pandas as pd
@@ -41,6 +42,9 @@ class StudyData:
     pick_number: int | None = None
     #: Feasible trials whose TPOT interval overlaps the pick's (:func:`tuner.study.ties_with`).
     tie_numbers: frozenset[int] = frozenset()
+    #: knob -> importance for TPOT over the measured configurations (PED-ANOVA, sums to 1);
+    #: empty when there are too few of them (:func:`tpot_importance`).
+    importance: dict[str, float] = field(default_factory=dict)
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -119,7 +123,8 @@ def collect(study: Any) -> StudyData:
             "ttft_s": t.ttft_s,
             "reason": t.reason, "message": t.message,
             "gate": ", ".join(t.gate), "config": t.config,
-            "config_hash": t.config_hash,
+            "config_hash": t.config_hash, "started_at": t.started_at,
+            "completed_at": t.completed_at,
             **{f"knob.{k}": value_key(v) for k, v in t.config.items()},
         }
         rows.append(row)
@@ -129,14 +134,56 @@ def collect(study: Any) -> StudyData:
     if df.empty:
         df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
                                    "message", "config"])
+    front = frozenset(t.number for t in feasible_front(study))
+    df = _typed(df, knobs, front, baseline)
     pick = feasible_best(study, every)
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context_of(study).simulated,
                      with_accuracy=len(study.directions) > 1,
-                     front_numbers=frozenset(t.number for t in feasible_front(study)),
+                     front_numbers=front,
                      pick_number=pick.number if pick is not None else None,
                      tie_numbers=frozenset(ties_with(study, pick.number, every))
-                     if pick is not None else frozenset())
+                     if pick is not None else frozenset(),
+                     importance=tpot_importance(study, df))
+
+
+def _typed(df: pd.DataFrame, knobs: list[str], front: frozenset[int],
+           baseline: dict[str, Any] | None) -> pd.DataFrame:
+    """Derived columns (``speedup`` over the baseline, 1.0 for it; ``on_front``) and
+    integer knobs as integers (pandas' nullable Int64: a knob inactive on some trials would
+    otherwise turn 3 into 3.0)."""
+    base = baseline["tpot_ms"] if baseline else None
+    df["speedup"] = (base / df["tpot_ms"]) if base else None
+    df["on_front"] = df["number"].isin(front)
+    for k in knobs:
+        col = f"knob.{k}"
+        values = df[col].dropna() if col in df else pd.Series(dtype=object)
+        if len(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            df[col] = df[col].astype("Int64")
+    return df
+
+
+def tpot_importance(study: Any, df: pd.DataFrame, min_configs: int = 6) -> dict[str, float]:
+    """Each sampled knob's importance for TPOT over the measured configurations (feasible
+    and gated, pooled TPOT), by Optuna's PED-ANOVA (no scikit-learn needed; conditional
+    knobs included); empty below ``min_configs`` configurations."""
+    import optuna
+
+    measured = df[df["kind"] != "failed"]
+    if len(measured) < min_configs:
+        return {}
+    tpot = dict(zip(measured["number"], measured["tpot_ms"], strict=True))
+    view = optuna.create_study(directions=["minimize"])
+    for t in study.get_trials(deepcopy=False):
+        if t.number in tpot and t.params:
+            view.add_trial(optuna.trial.create_trial(
+                params=t.params, distributions=t.distributions, values=[float(tpot[t.number])]))
+    try:
+        found = optuna.importance.get_param_importances(
+            view, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    except (ValueError, RuntimeError):       # too few distinct values to split on
+        return {}
+    return {k: float(v) for k, v in found.items()}
 
 
 def differs(row: Any, baseline: dict[str, Any] | None) -> str:

@@ -16,6 +16,24 @@ FEASIBLE = "#1f77b4"
 FRONT = "#2ca02c"
 GATED = "#9a9a9a"
 FAILED = "#d62728"
+BASELINE = "#000000"
+
+
+def label(v: Any) -> str:
+    """A knob value as an axis label: 3.0 and 3 are one label, missing is "n/a"."""
+    if v is None or v is pd.NA or (isinstance(v, float) and pd.isna(v)):
+        return "n/a"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def ordered_labels(values: pd.Series) -> list[str]:
+    """The distinct labels of ``values``: numbers in numeric order, then the rest."""
+    present = values.dropna().unique().tolist()
+    nums = sorted(v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool))
+    rest = sorted((v for v in present if v not in nums), key=str)
+    return list(dict.fromkeys([label(v) for v in nums + rest]))
 
 
 def _hover(df: pd.DataFrame, data: StudyData) -> list[str]:
@@ -66,6 +84,15 @@ def pareto_figure(data: StudyData) -> Any:
             name=f"failed ({len(failed)}, no measurement: shown at the right edge)",
             hovertext=_hover(failed, data), hoverinfo="text",
             marker={"color": FAILED, "size": 13, "symbol": "triangle-up"}))
+    if data.baseline is not None:
+        b = data.baseline
+        fig.add_trace(go.Scatter(x=[b["tpot_ms"]], y=[b[y_col]], mode="markers+text",
+                                 name="baseline (trial #0's configuration)", text=["baseline"],
+                                 textposition="top center", hoverinfo="text",
+                                 hovertext=_hover(data.trials[data.trials["number"] ==
+                                                              b["number"]], data),
+                                 marker={"color": BASELINE, "size": 16,
+                                         "symbol": "diamond-open", "line": {"width": 3}}))
     unit = " (simulated machine time)" if data.simulated else ""
     fig.update_layout(
         title=f"{data.name}: TPOT vs GSM8K accuracy{unit}", xaxis_title="TPOT, ms (lower "
@@ -88,10 +115,12 @@ def knob_figures(data: StudyData) -> list[Any]:
         fig = go.Figure()
         for kind, colour in (("feasible", FEASIBLE), ("gated", GATED)):
             sub = m[m["kind"] == kind]
-            fig.add_trace(go.Box(x=sub[col].astype(str), y=sub["tpot_ms"], name=kind,
+            fig.add_trace(go.Box(x=[label(v) for v in sub[col]], y=sub["tpot_ms"], name=kind,
                                  boxpoints="all", marker_color=colour))
         fig.update_layout(title=f"TPOT vs {knob}", yaxis_title="TPOT, ms",
                           template="plotly_white", height=360, boxmode="group")
+        fig.update_xaxes(type="category", categoryorder="array",
+                         categoryarray=ordered_labels(m[col]), title=knob)
         figs.append(fig)
     return figs
 
@@ -135,14 +164,73 @@ def accept_figure(data: StudyData) -> Any | None:
     fig.update_layout(title=f"accept length vs {knobs[0]}", xaxis_title=knobs[0],
                       yaxis_title="accept length (tokens per verify round)",
                       template="plotly_white", height=380)
+    if (x == x.round()).all():                      # draft steps: whole numbers only
+        fig.update_xaxes(dtick=1)
     return fig
 
 
+def importance_figure(data: StudyData) -> Any | None:
+    """Each knob's importance for TPOT (:func:`tuner.report._data.tpot_importance`)."""
+    import plotly.graph_objects as go
+
+    if not data.importance:
+        return None
+    items = sorted(data.importance.items(), key=lambda kv: kv[1])
+    fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
+                           marker_color=FEASIBLE, text=[f"{v:.0%}" for _, v in items],
+                           textposition="outside"))
+    fig.update_layout(title="knob importance for TPOT (PED-ANOVA over the measured "
+                      "configurations)", xaxis_title="share of importance",
+                      xaxis_tickformat=".0%", template="plotly_white",
+                      height=120 + 34 * len(items))
+    return fig
+
+
+def parallel_figure(data: StudyData) -> Any | None:
+    """Parallel coordinates of the feasible configurations: one axis per knob (numbers in
+    order, "n/a" where a knob is inactive), then TPOT; lines coloured by TPOT."""
+    import plotly.graph_objects as go
+
+    f = data.feasible
+    knobs = [k for k in data.knobs if f"knob.{k}" in f and f[f"knob.{k}"].nunique() > 1]
+    if len(f) < 3 or not knobs:
+        return None
+    dims = []
+    for k in knobs:
+        labels = ordered_labels(f[f"knob.{k}"])
+        if f[f"knob.{k}"].isna().any():
+            labels.append("n/a")
+        codes = [labels.index(label(v)) for v in f[f"knob.{k}"]]
+        dims.append({"label": k, "values": codes, "tickvals": list(range(len(labels))),
+                     "ticktext": labels, "range": [-0.3, len(labels) - 0.7]})
+    dims.append({"label": "TPOT ms", "values": f["tpot_ms"].astype(float).tolist()})
+    fig = go.Figure(go.Parcoords(
+        line={"color": f["tpot_ms"].astype(float).tolist(), "colorscale": "Viridis",
+              "showscale": True, "colorbar": {"title": "TPOT ms"}},
+        dimensions=dims))
+    fig.update_layout(title="feasible configurations: knobs to TPOT (dark is fast)",
+                      template="plotly_white", height=460)
+    return fig
+
+
+def _html_tables(tables: dict[str, pd.DataFrame]) -> str:
+    def fmt(v: Any) -> str:
+        return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+    return "".join(
+        f"<h2>{html.escape(title)}</h2>" + df.to_html(index=False, na_rep="-", escape=True,
+                                                       float_format=fmt)
+        for title, df in tables.items())
+
+
 def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
+    """The page: plots (Pareto with the baseline, importance, parallel coordinates, accept
+    length, TPOT per knob), then ``tables`` (title -> rows as they should read)."""
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
-    figs = [pareto_figure(data), *( [f] if (f := accept_figure(data)) else []),
+    figs = [pareto_figure(data), *(f for f in (importance_figure(data), parallel_figure(data),
+                                              accept_figure(data)) if f is not None),
             *knob_figures(data)]
     parts = [pio.to_html(f, full_html=False, include_plotlyjs=False, config={
         "displaylogo": False}) for f in figs]
@@ -150,10 +238,7 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
              if data.simulated else "Figures are wall-clock time.")
     counts = data.trials["kind"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("feasible", "gated", "failed"))
-    table_html = "".join(
-        f"<h2>{html.escape(title)}</h2>" + df.to_html(index=False, na_rep="-", escape=True,
-                                                       float_format=lambda v: f"{v:.3g}")
-        for title, df in tables.items())
+    table_html = _html_tables(tables)
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>tuner report: {html.escape(data.name)}</title>
 <script>{get_plotlyjs()}</script>

@@ -22,21 +22,57 @@ def _verdict(r: Any, data: StudyData) -> str:
     return "tie with the pick" if int(r["number"]) in data.tie_numbers else "feasible"
 
 
+def _num(v: Any) -> Any:
+    """A JSON-ready number: None for missing, an int for a whole count."""
+    if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _pair(lo: Any, hi: Any) -> list[float] | None:
+    return None if _num(lo) is None or _num(hi) is None else [float(lo), float(hi)]
+
+
 def _row(r: Any, data: StudyData) -> dict[str, Any]:
-    base = data.baseline["tpot_ms"] if data.baseline else None
+    """One trial of the front or leaderboard; numbers stay numbers (``--json``)."""
     return {
         "trial": int(r["number"]), "kind": r["kind"],
         "launches": int(r["launches"]) if pd.notna(r.get("launches")) else 1,
-        "tpot_ms": r["tpot_ms"], "tpot_ci95": (f"[{r['tpot_lo']:.2f}, {r['tpot_hi']:.2f}]"
-                                               if pd.notna(r.get("tpot_lo")) else None),
-        "decode_tok_s": r.get("decode_tok_s"), "accuracy": r.get("accuracy"),
-        "accuracy_ci95": (f"[{r['acc_lo']:.1%}, {r['acc_hi']:.1%}]"
-                          if pd.notna(r.get("acc_lo")) else None),
-        "accept_length": r.get("accept_length"),
-        "speedup": (base / r["tpot_ms"]) if base and pd.notna(r["tpot_ms"]) else None,
+        "tpot_ms": _num(r["tpot_ms"]), "tpot_ci95": _pair(r.get("tpot_lo"), r.get("tpot_hi")),
+        "decode_tok_s": _num(r.get("decode_tok_s")), "accuracy": _num(r.get("accuracy")),
+        "accuracy_ci95": _pair(r.get("acc_lo"), r.get("acc_hi")),
+        "accept_length": _num(r.get("accept_length")), "speedup": _num(r.get("speedup")),
+        "on_front": bool(r.get("on_front")),
         "differs_from_baseline": differs(r, data.baseline),
         "verdict": _verdict(r, data),
     }
+
+
+def display_table(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (front or leaderboard rows) as text: TPOT and its interval at the same
+    precision, accuracy as percentages, counts as integers."""
+    if df.empty:
+        return df
+    out = pd.DataFrame({"trial": [f"#{n}" for n in df["trial"]], "kind": df["kind"]})
+    out["launches"] = df["launches"].astype(int)
+    out["TPOT ms [95% CI]"] = [tpot_text(r) for _, r in df.iterrows()]
+    out["tok/s"] = [_fmt(v, ".1f") for v in df["decode_tok_s"]]
+    out["accuracy [95% CI]"] = [
+        f"{_fmt(r['accuracy'], '.1%')}" + (f" [{r['accuracy_ci95'][0]:.1%}, "
+                                           f"{r['accuracy_ci95'][1]:.1%}]"
+                                           if r["accuracy_ci95"] else "")
+        for _, r in df.iterrows()]
+    out["accept"] = [_fmt(v, ".2f") for v in df["accept_length"]]
+    out["speed-up"] = [_fmt(v, ".2f") + ("x" if _num(v) is not None else "")
+                       for v in df["speedup"]]
+    out["differs from the baseline"] = df["differs_from_baseline"]
+    out["verdict"] = df["verdict"]
+    return out
+
+
+def tpot_text(r: Any) -> str:
+    ci = r["tpot_ci95"]
+    return _fmt(r["tpot_ms"], ".2f") + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def front_table(data: StudyData) -> pd.DataFrame:
@@ -53,9 +89,7 @@ def leaderboard(data: StudyData, top: int) -> pd.DataFrame:
 
 
 def _fmt(v: Any, spec: str) -> str:
-    if v is None or (isinstance(v, float) and pd.isna(v)):
-        return "-"
-    return format(v, spec)
+    return "-" if _num(v) is None else format(_num(v), spec)
 
 
 def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataFrame) -> None:
@@ -70,14 +104,12 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
         for col in ("trial", "TPOT ms [95% CI]", "tok/s", "accuracy [95% CI]", "accept",
                     "speed-up", "differs from the baseline", "verdict"):
             t.add_column(col, overflow="fold")
-        for _, r in df.iterrows():
+        shown = display_table(df)
+        for (_, r), (_, d) in zip(df.iterrows(), shown.iterrows(), strict=True):
             colour = {"feasible": "green", "gated": "yellow"}.get(r["kind"], "red")
             runs = f" x{r['launches']}" if r["launches"] > 1 else ""
-            t.add_row(f"#{r['trial']}",
-                      f"{_fmt(r['tpot_ms'], '.2f')} {r['tpot_ci95'] or ''}{runs}",
-                      _fmt(r["decode_tok_s"], ".1f"),
-                      f"{_fmt(r['accuracy'], '.1%')} {r['accuracy_ci95'] or ''}",
-                      _fmt(r["accept_length"], ".2f"), _fmt(r["speedup"], ".2f") + "x",
+            t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs, d["tok/s"],
+                      d["accuracy [95% CI]"], d["accept"], d["speed-up"],
                       r["differs_from_baseline"], f"[{colour}]{r['verdict']}[/]")
         out.print(t)
     fails = data.failures()

@@ -54,6 +54,8 @@ class TrialSummary:
     retried: bool = False                        # a start-up failure launched once more
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
+    started_at: str | None = None                # ISO times of the Optuna trial
+    completed_at: str | None = None
 
     @property
     def launched(self) -> bool:
@@ -90,7 +92,12 @@ def summarize(trial: Any) -> TrialSummary:
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
-        kv_tokens=a.get("kv_tokens"))
+        kv_tokens=a.get("kv_tokens"), started_at=_iso(trial.datetime_start),
+        completed_at=_iso(trial.datetime_complete))
+
+
+def _iso(when: Any) -> str | None:
+    return when.isoformat(timespec="seconds") if when is not None else None
 
 
 @dataclass(frozen=True)
