@@ -48,3 +48,11 @@ class SpaceError(UserError):
 
 class ConfigError(UserError):
     """A configuration that cannot be launched (unknown knob, value outside its domain, ...)."""
+
+
+def clip(text: str | None, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters, cut at a word boundary with an
+    ellipsis (never mid-word)."""
+    import textwrap
+
+    return textwrap.shorten(" ".join((text or "").split()), width, placeholder=" ...")

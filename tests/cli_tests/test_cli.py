@@ -149,7 +149,8 @@ def test_a_study_name_cannot_write_outside_trials(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("storage", "text"), [
     ("/nonexistent/dir/s.db", "cannot open it"),
-    ("postgresql://tuner:s3cr3t-pw@127.0.0.1:1/db", "no driver"),
+    ("postgresql://tuner:s3cr3t-pw@127.0.0.1:1/db", "cannot open it"),   # nothing listens
+    ("mysql://tuner:s3cr3t-pw@127.0.0.1:1/db", "no driver"),           # none installed
     ("/dev/null", "--storage /dev/null"),
 ])
 def test_storage_that_cannot_be_opened_is_one_line(storage: str, text: str,
@@ -181,3 +182,43 @@ def test_an_unreachable_ray_address_is_one_line_at_once(address: str, text: str,
                "--storage", str(tmp_path / "s.db"), "--ray-address", address)
     assert proc.returncode == 2 and text in proc.stderr, proc.stderr
     assert not (tmp_path / "s.db").exists()            # the study was never touched
+
+
+def test_sim_serve_is_the_simulator_itself_so_sigterm_leaves_nothing() -> None:
+    """``tuner sim serve`` execs the simulator: a SIGTERM to the pid the user started ends
+    the server (it used to leave a child serving)."""
+    import signal
+    import time
+
+    import httpx
+    import psutil
+
+    from tuner.trial._server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(tuner_argv("sim", "serve", "--", "--model-path",
+                                       "inclusionAI/Ling-3.0-flash-fp4",
+                                       "--mem-fraction-static", "0.68", "--port", str(port)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TUNER_SIM_TIME_SCALE": "1000"})
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise AssertionError("the simulator never became healthy")
+        serving = [c for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port == port
+                   and c.status == psutil.CONN_LISTEN]
+        assert {c.pid for c in serving} == {proc.pid}       # the pid started is the server
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        time.sleep(0.5)
+        assert not [c for c in psutil.net_connections("tcp") if c.laddr
+                    and c.laddr.port == port and c.status == psutil.CONN_LISTEN]
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -9,8 +9,8 @@ import typer
 
 def plan(
     file: Path = typer.Argument(..., help="search-space YAML file"),
-    set_: list[str] = typer.Option(None, "--set", help="KNOB=VALUE (repeatable); other "
-                                   "knobs keep their baseline value"),
+    set_: list[str] = typer.Option(None, "--set", metavar="KNOB=VALUE",
+                                   help="repeatable; other knobs keep their baseline value"),
     engine: str = typer.Option("sglang", help="sglang, or sim[:fork|stock|fork-unshared]"),
     engine_command: str = typer.Option(None, help="entry point before the flags, e.g. "
                                        "'python -m sglang.launch_server' (default: the "

@@ -22,9 +22,12 @@ def probe(
                                    "measuring (no GPU needed)"),
     m: str = typer.Option("1,2,3,4,5,6,8,12,16", help="token counts M to measure"),
 ) -> None:
-    """GPU only (torch with CUDA, and the probe extra: pip install 'moe-tuner[probe]').
+    """Measure this GPU's MoE, LM-head and copy costs, warm the Humming JIT cache, and write
+    a simulator machine profile fitted to them (a calibrated twin of this machine).
 
-    Then tune against the calibrated twin: tuner sweep SPACE --engine sim --sim-profiles DIR.
+    GPU only (torch with CUDA, and the probe extra: pip install 'moe-tuner[probe]');
+    --from-json fits a recorded probe without one. Then tune against the twin: tuner sweep
+    SPACE --engine sim --sim-profiles DIR.
     """
     import importlib.util
     import json

@@ -12,11 +12,14 @@ _PASS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _run(argv: list[str]) -> None:
-    import subprocess
+    """Become ``python ARGV`` (exec, not a child: a SIGTERM or Ctrl-C sent to this process
+    reaches the simulator itself, and nothing is left running when it ends)."""
+    import os
     import sys
 
-    proc = subprocess.run([sys.executable, *argv], check=False)
-    raise typer.Exit(proc.returncode)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, *argv])
 
 
 @app.command("calibrate")

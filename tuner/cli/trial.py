@@ -11,8 +11,8 @@ from tuner.cli import _engine_options as sim_options
 
 def trial(
     space_file: Path = typer.Argument(..., metavar="SPACE", help="search-space YAML file"),
-    set_: list[str] = typer.Option(None, "--set", help="KNOB=VALUE (repeatable); other "
-                                   "knobs keep their baseline value"),
+    set_: list[str] = typer.Option(None, "--set", metavar="KNOB=VALUE",
+                                   help="repeatable; other knobs keep their baseline value"),
     engine: str = typer.Option("auto", help="auto, sglang, or sim[:fork|stock|fork-unshared]"),
     engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K test.jsonl "

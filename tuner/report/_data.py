@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from tuner.errors import clip
 from tuner.space import value_key
 from tuner.study import Role
 from tuner.study import TrialSummary
@@ -67,7 +68,7 @@ class StudyData:
         for reason, grp in f.groupby("reason", dropna=False):
             first = grp.iloc[0]
             rows.append({"reason": reason or "unknown", "trials": len(grp),
-                         "example": f"#{first['number']}: {(first['message'] or '')[:120]}"})
+                         "example": f"#{first['number']}: {clip(first['message'], 160)}"})
         return pd.DataFrame(rows).sort_values("trials", ascending=False)
 
     def knob_effects(self) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from tuner.errors import clip
 from tuner.report._data import StudyData
 from tuner.report._data import differs
 
@@ -50,7 +51,7 @@ def _hover(df: pd.DataFrame, data: StudyData) -> list[str]:
             lines.append(f"gated: {r['gate']}")
         if r.get("reason") and r["kind"] == "failed":
             lines.append(f"failed: {r['reason']}")
-        lines.append(differs(r, data.baseline)[:120])
+        lines.append(clip(differs(r, data.baseline), 160))
         out.append("<br>".join(html.escape(str(x)) for x in lines))
     return out
 

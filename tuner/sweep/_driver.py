@@ -18,6 +18,7 @@ from typing import Any
 
 from tuner.engines import Engine
 from tuner.errors import UserError
+from tuner.errors import clip
 from tuner.space import SearchSpace
 from tuner.study import Proposal
 from tuner.study import Role
@@ -128,7 +129,7 @@ class Driver:
         if t is not None:
             raise FatalSweepError(
                 f"the baseline (trial #{t.number}) failed: {t.reason}: "
-                f"{(t.message or '')[:300]}. Every speed-up and accuracy drop "
+                f"{clip(t.message, 300)}. Every speed-up and accuracy drop "
                 "is relative to it: fix the space or the machine, then run again")
 
     # -- the loop ---------------------------------------------------------------------------
@@ -260,7 +261,7 @@ class Driver:
         p = self.progress
         n = prop.number
         if state in ("FAIL", "RETRY"):
-            p.last = f"#{n} FAILED {result.reason}: {(result.message or '')[:120]}"
+            p.last = f"#{n} FAILED {result.reason}: {clip(result.message, 160)}"
             if state == "RETRY":
                 p.last += " (a start-up failure: launching it once more)"
         else:
