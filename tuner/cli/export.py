@@ -23,8 +23,8 @@ def export(
     from tuner.cli._common import console
     from tuner.engines import make_engine
     from tuner.errors import UserError
-    from tuner.export import load_result
     from tuner.export import pick_trial
+    from tuner.export import result_of
     from tuner.export import write_profile
     from tuner.space import Gate
     from tuner.space import parse_space
@@ -41,9 +41,13 @@ def export(
     trial = pick_trial(st, pick)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
     larger = largest_capacity(st, trial.number)
-    result = load_result(st, larger if larger is not None else trial, loc.artifacts)
+    result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
     base_trial = baseline_trial(st)
-    baseline = load_result(st, base_trial, loc.artifacts) if base_trial else None
+    baseline, base_note = (result_of(st, base_trial, loc.artifacts) if base_trial
+                           else (None, None))
+    for n in (note, base_note):
+        if n:
+            console().print(f"[yellow]note[/]: {n}", highlight=False)
     context = context_of(st)
     space = parse_space(context.space_yaml, file=f"the stored space of {study}") if (
         context.space_yaml) else None               # typed, as the sweep validated it

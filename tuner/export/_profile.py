@@ -69,6 +69,10 @@ def pick_trial(study: Any, pick: str) -> Any:
     raise UserError(f"--pick {pick!r}: expected fastest, most-accurate, knee or trial:N")
 
 
+class MissingArtifacts(UserError):
+    """A trial's result artifact is not where the study says it is."""
+
+
 def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
     """The TrialResult JSON stored as an artifact of ``trial``."""
     import tempfile
@@ -76,20 +80,21 @@ def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
     from optuna.artifacts import FileSystemArtifactStore
     from optuna.artifacts import download_artifact
     from optuna.artifacts import get_all_artifact_meta
+    from optuna.artifacts.exceptions import ArtifactNotFound
 
     metas = [m for m in get_all_artifact_meta(trial, storage=study._storage)
              if m.filename.endswith("-result.json")]
     if not metas:
-        raise UserError(f"trial #{trial.number} has no stored result artifact")
+        raise MissingArtifacts(f"trial #{trial.number} has no stored result artifact")
     store = FileSystemArtifactStore(str(artifact_dir))
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "r.json"
         try:
             download_artifact(artifact_store=store, file_path=str(target),
                               artifact_id=metas[0].artifact_id)
-        except FileNotFoundError:
-            raise UserError(f"the artifacts of trial #{trial.number} are not in "
-                            f"{artifact_dir}; pass --artifacts") from None
+        except (FileNotFoundError, ArtifactNotFound):
+            raise MissingArtifacts(f"the artifacts of trial #{trial.number} are not in "
+                                   f"{artifact_dir}") from None
         return TrialResult.model_validate_json(target.read_text())
 
 
@@ -189,3 +194,16 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return [out / n for n in (*files, "profile.yaml")]
+
+
+def result_of(study: Any, trial: Any, artifact_dir: Path) -> tuple[TrialResult, str | None]:
+    """``trial``'s stored TrialResult; when its artifacts are gone, one rebuilt from the
+    study (:mod:`tuner.export._replan`) and a note saying so (else None)."""
+    from tuner.export._replan import replanned_result
+
+    try:
+        return load_result(study, trial, artifact_dir), None
+    except MissingArtifacts as exc:
+        rebuilt = replanned_result(study, trial)
+        return rebuilt, (f"{exc} (deleted or elsewhere: pass --artifacts); its launch plan "
+                         "was made again from the stored space and configuration")

@@ -77,6 +77,7 @@ class SweepStudy:
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
         make_artifact_dir(location)
+        self.location = location
         self.store = FileSystemArtifactStore(str(location.artifacts))
         directions: list[Any] = (["minimize", "maximize"] if with_accuracy else ["minimize"])
         with storage_errors(location):
@@ -210,6 +211,7 @@ class SweepStudy:
         extra = {"retried": True} if flaky else {"recovered": True} if requeue else None
         state = tell_result(self.study, proposal.trial, result, with_accuracy=self.with_accuracy,
                             baseline_tpot=base_tpot, role=proposal.role.value, store=self.store,
+                            folder=self.location.artifacts,
                             extra_attrs=extra)
         if state == "FAIL" and flaky:
             self.study.enqueue_trial(proposal.trial.params, user_attrs={

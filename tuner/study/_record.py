@@ -69,9 +69,14 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
     return attrs
 
 
-def upload_artifacts(study: Any, trial: Any, store: Any, result: TrialResult) -> list[str]:
+def upload_artifacts(study: Any, trial: Any, store: Any, result: TrialResult,
+                     folder: Path | None = None) -> list[str]:
+    """Store the result JSON, the request records and the server log as artifacts of
+    ``trial``; ``folder`` (the store's) is made again first if it was deleted meanwhile."""
     from optuna.artifacts import upload_artifact
 
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
     ids = []
     with tempfile.TemporaryDirectory() as tmp:
         files: list[tuple[Path, str]] = []
@@ -106,15 +111,20 @@ def objective_values(result: TrialResult, with_accuracy: bool) -> list[float] | 
 
 def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: bool,
                 baseline_tpot: float | None, role: str, store: Any | None,
-                extra_attrs: dict[str, Any] | None = None) -> str:
-    """Record ``result`` on the running ``trial``; return the state told."""
+                extra_attrs: dict[str, Any] | None = None, folder: Path | None = None) -> str:
+    """Record ``result`` on the running ``trial``; return the state told. Artifacts that
+    cannot be written (a full disk, a folder made read-only) cost only the artifacts: the
+    measurement is told, with ``artifact_error`` saying why they are missing."""
     from optuna.trial import TrialState
 
     trial.set_user_attr(ROLE, role)
     for k, v in {**summary_attrs(result, baseline_tpot), **(extra_attrs or {})}.items():
         trial.set_user_attr(k, v)
     if store is not None:
-        upload_artifacts(study, trial, store, result)
+        try:
+            upload_artifacts(study, trial, store, result, folder)
+        except OSError as exc:
+            trial.set_user_attr("artifact_error", f"{type(exc).__name__}: {exc}"[:300])
     values = objective_values(result, with_accuracy) if result.ok else None
     if result.ok and values is None:
         trial.set_user_attr("reason", "bench_error")

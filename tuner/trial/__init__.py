@@ -10,8 +10,9 @@ from tuner.trial._result import TrialResult
 from tuner.trial._run import TrialOptions
 from tuner.trial._run import run_trial
 from tuner.trial._run import workload_vocab
+from tuner.trial._stats import Aggregates
 from tuner.trial._stats import aggregate
 
 
-__all__ = ["MISSING", "REASONS", "RequestRecord", "TrialOptions", "TrialResult", "aggregate",
-           "lookup", "run_requests", "run_trial", "same_value", "workload_vocab"]
+__all__ = ["MISSING", "REASONS", "Aggregates", "RequestRecord", "TrialOptions", "TrialResult",
+           "aggregate", "lookup", "run_requests", "run_trial", "same_value", "workload_vocab"]

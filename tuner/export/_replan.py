@@ -1,0 +1,48 @@
+"""A trial's result rebuilt from the study when its artifacts are gone (a deleted or lost
+artifact folder): the launch plan is made again by the engine adapter from the stored space
+and the trial's configuration, the figures come from the trial's stored attributes.
+
+The rebuilt plan is what this tool version plans for that configuration, not the argv that
+was measured; export says so when it uses one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.errors import UserError
+from tuner.trial import TrialResult
+
+
+def replanned_result(study: Any, trial: Any) -> TrialResult:
+    """``trial``'s TrialResult rebuilt from the study (module docstring); a UserError
+    when the study lacks what that needs (a stored space, the trial's configuration)."""
+    import shlex
+
+    from tuner import __version__
+    from tuner.engines import make_engine
+    from tuner.space import parse_space
+    from tuner.study import context_of
+    from tuner.trial import Aggregates
+
+    context = context_of(study)
+    a = trial.user_attrs
+    if not context.space_yaml or not a.get("config") or not a.get("engine"):
+        raise UserError(f"trial #{trial.number}'s artifacts are missing and the study does "
+                        "not hold its space or configuration to plan it again")
+    space = parse_space(context.space_yaml, file=f"the stored space of {study.study_name}")
+    command = (context.sweep_options or {}).get("engine_command")
+    engine = make_engine(a["engine"], command=shlex.split(command) if command else None)
+    config = engine.canonicalize(space, a["config"])
+    aggregates = Aggregates(requests=0, tpot_ms=a.get("tpot_ms"),
+                            decode_tok_s=a.get("decode_tok_s"),
+                            accept_length=a.get("accept_length"), accuracy=a.get("accuracy"))
+    return TrialResult(
+        tuner_version=__version__, status="ok", space=space.name,
+        machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
+        plan=engine.plan(space, config), engine=engine.name,
+        engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
+        time_scale=float(a.get("time_scale") or 1.0), workload=context.workload,
+        kv_tokens=a.get("kv_tokens"), aggregates=aggregates,
+        started_at=trial.datetime_start.isoformat(timespec="seconds")
+        if trial.datetime_start else "?", host="?")
