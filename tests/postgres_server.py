@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,37 @@ def _as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
+@dataclass
+class PgServer:
+    """``url``: ``postgresql://tuner:PASSWORD@127.0.0.1:PORT/postgres``."""
+
+    pg_ctl: str
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://tuner:{PASSWORD}@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        opts = (f"-c listen_addresses=127.0.0.1 -p {self.port} "
+                f"-c unix_socket_directories={self.folder}")
+        subprocess.run(_as_server_user([self.pg_ctl, "-D", str(self.folder / "data"), "-o",
+                                        opts, "-l", str(self.folder / "server.log"), "-w",
+                                        "-t", "60", "start"]),
+                       check=True, capture_output=True, timeout=120)
+
+    def stop(self) -> None:
+        """Stop at once (``immediate``: clients are cut off, as in a crash)."""
+        subprocess.run(_as_server_user([self.pg_ctl, "-D", str(self.folder / "data"), "-m",
+                                        "immediate", "-w", "stop"]),
+                       capture_output=True, timeout=60)
+
+
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Yield ``postgresql://tuner:PASSWORD@127.0.0.1:PORT/postgres`` of a fresh server whose
-    files live in a new folder of /tmp (pytest's own folders are closed to other users)."""
+def postgres_server() -> Iterator[PgServer]:
+    """A fresh, running server whose files live in a new folder of /tmp (pytest's own
+    folders are closed to other users)."""
     import tempfile
 
     from tuner.trial._server import free_port
@@ -44,22 +72,18 @@ def postgres_server() -> Iterator[str]:
             pytest.fail("PostgreSQL is not installed (.ci/run installs Debian's postgresql)")
         pytest.skip("PostgreSQL is not installed here")
     folder = Path(tempfile.mkdtemp(prefix="tuner-pg-"))
-    data, pwfile = folder / "data", folder / "pw"
+    pwfile = folder / "pw"
     pwfile.write_text(PASSWORD + "\n")
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres")
         shutil.chown(pwfile, "postgres")
-    subprocess.run(_as_server_user([initdb, "-D", str(data), "-U", "tuner", f"--pwfile={pwfile}",
-                                    "--auth=scram-sha-256", "-E", "UTF8"]),
-                   check=True, capture_output=True, timeout=120)
-    port = free_port()
-    opts = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={folder}"
-    subprocess.run(_as_server_user([pg_ctl, "-D", str(data), "-o", opts, "-l",
-                                    str(folder / "server.log"), "-w", "-t", "60", "start"]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(_as_server_user([initdb, "-D", str(folder / "data"), "-U", "tuner",
+                                    f"--pwfile={pwfile}", "--auth=scram-sha-256", "-E",
+                                    "UTF8"]), check=True, capture_output=True, timeout=120)
+    server = PgServer(pg_ctl, folder, free_port())
+    server.start()
     try:
-        yield f"postgresql://tuner:{PASSWORD}@127.0.0.1:{port}/postgres"
+        yield server
     finally:
-        subprocess.run(_as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w",
-                                        "stop"]), capture_output=True, timeout=60)
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)

@@ -30,7 +30,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_sweep_report_export_on_postgresql_never_show_the_password(tmp_path: Path) -> None:
     art = tmp_path / "art"
-    with postgres_server() as url:
+    with postgres_server() as server:
+        url = server.url
         sweep = _run("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
                      "--storage", url, "--artifacts", str(art), "--trials", "4",
                      "--questions", "6", "--time-scale", "300", "--ray-address", "none",

@@ -23,26 +23,24 @@ def replanned_result(study: Any, trial: Any) -> TrialResult:
     from tuner.engines import make_engine
     from tuner.space import parse_space
     from tuner.study import context_of
+    from tuner.study import summarize
     from tuner.trial import Aggregates
 
     context = context_of(study)
-    a = trial.user_attrs
-    if not context.space_yaml or not a.get("config") or not a.get("engine"):
+    t = summarize(trial)
+    if not context.space_yaml or not t.config or not t.engine:
         raise UserError(f"trial #{trial.number}'s artifacts are missing and the study does "
                         "not hold its space or configuration to plan it again")
     space = parse_space(context.space_yaml, file=f"the stored space of {study.study_name}")
     command = (context.sweep_options or {}).get("engine_command")
-    engine = make_engine(a["engine"], command=shlex.split(command) if command else None)
-    config = engine.canonicalize(space, a["config"])
-    aggregates = Aggregates(requests=0, tpot_ms=a.get("tpot_ms"),
-                            decode_tok_s=a.get("decode_tok_s"),
-                            accept_length=a.get("accept_length"), accuracy=a.get("accuracy"))
+    engine = make_engine(t.engine, command=shlex.split(command) if command else None)
+    config = engine.canonicalize(space, t.config)
+    aggregates = Aggregates(requests=0, tpot_ms=t.tpot_ms, decode_tok_s=t.decode_tok_s,
+                            accept_length=t.accept_length, accuracy=t.accuracy)
     return TrialResult(
         tuner_version=__version__, status="ok", space=space.name,
         machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
         plan=engine.plan(space, config), engine=engine.name,
-        engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
-        time_scale=float(a.get("time_scale") or 1.0), workload=context.workload,
-        kv_tokens=a.get("kv_tokens"), aggregates=aggregates,
-        started_at=trial.datetime_start.isoformat(timespec="seconds")
-        if trial.datetime_start else "?", host="?")
+        engine_version=t.engine_version, simulated=t.simulated, time_scale=t.time_scale,
+        workload=context.workload, kv_tokens=t.kv_tokens, aggregates=aggregates,
+        started_at=t.started_at or "?", host="?")

@@ -25,9 +25,11 @@ from tuner.study._samplers import make_sampler
 from tuner.study._stand_ins import sampler_trials
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
+from tuner.study._storage import is_storage_error
 from tuner.study._storage import locate
 from tuner.study._storage import redact_url
 from tuner.study._storage import slug
+from tuner.study._storage import storage_problem
 from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
 from tuner.study._summary import TrialSummary
@@ -38,9 +40,8 @@ from tuner.study._summary import summarize
 
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
-           "TrialSummary", "baseline_trial", "context_of", "distribution",
-           "estimates", "feasible_best", "feasible_estimates", "feasible_front",
+           "TrialSummary", "baseline_trial", "context_of", "distribution", "estimates",
+           "feasible_best", "feasible_estimates", "feasible_front", "is_storage_error",
            "largest_capacity", "locate", "make_sampler", "open_study", "redact_url",
-           "sampler_trials", "slug",
-           "suggest", "summaries", "summarize", "tell_result", "ties_with",
-           "write_legacy_constraints"]
+           "sampler_trials", "slug", "storage_problem", "suggest", "summaries", "summarize",
+           "tell_result", "ties_with", "write_legacy_constraints"]

@@ -68,10 +68,28 @@ def storage_errors(location: StudyLocation) -> Iterator[None]:
     except OSError as exc:
         raise UserError(f"{where}: {exc.strerror or exc.__class__.__name__}") from None
     except Exception as exc:
-        if not type(exc).__module__.startswith(("sqlalchemy", "optuna.storages")):
+        if not is_storage_error(exc):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{where}: cannot open it ({redact_url(first)[:200]})") from None
+        raise UserError(f"{where}: cannot open it ({storage_problem(exc)})") from None
+
+
+#: Where the exceptions of a failing study storage come from (SQLAlchemy and its drivers,
+#: Optuna's storages).
+_STORAGE_MODULES = ("sqlalchemy", "optuna.storages", "optuna.exceptions", "sqlite3",
+                    "psycopg", "psycopg2", "pymysql")
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the study's storage failing (a database gone read-only, locked,
+    corrupt or unreachable), not a bug of ours."""
+    return type(exc).__module__.startswith(_STORAGE_MODULES)
+
+
+def storage_problem(exc: BaseException) -> str:
+    """The first line of a storage error, password redacted, at most 200 characters."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return redact_url(first)[:200]
 
 
 def make_artifact_dir(location: StudyLocation) -> None:

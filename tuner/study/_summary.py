@@ -54,6 +54,10 @@ class TrialSummary:
     retried: bool = False                        # a start-up failure launched once more
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
+    engine: str | None = None                    # the adapter that planned it (sim:fork...)
+    engine_version: str | None = None
+    simulated: bool = False
+    time_scale: float = 1.0
     started_at: str | None = None                # ISO times of the Optuna trial
     completed_at: str | None = None
 
@@ -92,7 +96,9 @@ def summarize(trial: Any) -> TrialSummary:
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
-        kv_tokens=a.get("kv_tokens"), started_at=_iso(trial.datetime_start),
+        kv_tokens=a.get("kv_tokens"), engine=a.get("engine"),
+        engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
+        time_scale=float(a.get("time_scale") or 1.0), started_at=_iso(trial.datetime_start),
         completed_at=_iso(trial.datetime_complete))
 
 

@@ -26,6 +26,8 @@ from tuner.study import StudyContext
 from tuner.study import StudyLocation
 from tuner.study import SweepStudy
 from tuner.study import TrialSummary
+from tuner.study import is_storage_error
+from tuner.study import storage_problem
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
@@ -152,10 +154,24 @@ class Driver:
             if runner is not None:
                 self._cancel_all(runner, "interrupted (Ctrl-C)")
             raise
+        except Exception as exc:
+            if not is_storage_error(exc):
+                raise
+            if runner is not None:               # nothing can be recorded: stop, clean up
+                for number in list(runner.inflight):
+                    runner.cancel(number)
+            raise FatalSweepError(
+                f"the study's storage failed mid-run ({storage_problem(exc)}); the trials in "
+                "flight were stopped and nothing recorded is lost: fix the storage, then run "
+                "the same command to resume") from None
         finally:
             if runner is not None:
                 runner.close()
-            self.lock.release()
+            try:
+                self.lock.release()
+            except Exception as exc:             # the storage is gone: a dead driver's lock
+                if not is_storage_error(exc):    # is taken over on the next start
+                    raise
         return self.study
 
     def _budget_left(self) -> bool:
