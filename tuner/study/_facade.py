@@ -29,6 +29,7 @@ from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
 from tuner.study._storage import make_artifact_dir
+from tuner.study._storage import repair_torn_journal
 from tuner.study._storage import storage_errors
 from tuner.study._summary import CONTEXT_KEYS
 from tuner.study._summary import Role
@@ -77,6 +78,9 @@ class SweepStudy:
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
         make_artifact_dir(location)
+        #: what was repaired before the study was opened (a torn journal record), or None
+        self.repair_note = (repair_torn_journal(location.journal) if location.journal
+                            else None)
         self.location = location
         self.store = FileSystemArtifactStore(str(location.artifacts))
         directions: list[Any] = (["minimize", "maximize"] if with_accuracy else ["minimize"])

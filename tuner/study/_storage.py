@@ -67,6 +67,11 @@ def storage_errors(location: StudyLocation) -> Iterator[None]:
                         ) from None
     except OSError as exc:
         raise UserError(f"{where}: {exc.strerror or exc.__class__.__name__}") from None
+    except ValueError as exc:            # a journal whose records cannot be replayed
+        if location.journal is None:
+            raise
+        raise UserError(f"{where}: the journal is damaged inside (not only a torn last "
+                        f"record): {str(exc)[:120]}; restore it from a copy") from None
     except Exception as exc:
         if not is_storage_error(exc):
             raise
@@ -90,6 +95,41 @@ def storage_problem(exc: BaseException) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     return redact_url(first)[:200]
+
+
+def repair_torn_journal(path: Path) -> str | None:
+    """Cut a journal's torn last record (a write a crash cut short, without its newline),
+    saving its bytes beside the journal; return a note saying so, or None when the file is
+    whole. Done under the journal's own lock, so a record another process is appending is
+    never mistaken for a torn one. Optuna's reader skips such a record, but its writer
+    appends after it, which would make the whole journal unreadable."""
+    import time
+
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    lock = JournalFileSymlinkLock(str(path))
+    lock.acquire()
+    try:
+        with path.open("rb+") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - (1 << 20)))
+            tail = fh.read()
+            if tail.endswith(b"\n"):
+                return None
+            cut = tail.rfind(b"\n")
+            keep = size - len(tail) + cut + 1 if cut >= 0 else 0
+            fh.seek(keep)
+            torn = fh.read()
+            saved = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}")
+            saved.write_bytes(torn)
+            fh.truncate(keep)
+    finally:
+        lock.release()
+    return (f"the journal's last record was torn (a write cut short by a crash): its "
+            f"{len(torn)} bytes were moved to {saved.name} and the journal goes on from the "
+            "last whole record")
 
 
 def make_artifact_dir(location: StudyLocation) -> None:

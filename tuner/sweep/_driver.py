@@ -139,6 +139,9 @@ class Driver:
         self.sweep.claim(break_lock=self.s.break_lock)
         runner = None
         try:
+            if self.sweep.repair_note:
+                self.progress.last = self.sweep.repair_note
+                self.on_progress(self.progress)
             recovered = self.sweep.recover()
             if recovered:
                 self.progress.last = f"re-queued trials left running: {recovered}"
