@@ -53,11 +53,23 @@ def node_processes(node_id: str) -> list[psutil.Process]:
                              f"TUNER_OWNER={node_id}".encode()))
 
 
-def kill_processes(procs: list[psutil.Process]) -> int:
+def _gone(p: psutil.Process) -> bool:
+    """Dead: no such process, or a zombie (killed, not yet reaped: in a container whose
+    pid 1 never reaps, a killed orphan stays a zombie; waiting for it would wait for ever)."""
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def kill_processes(procs: list[psutil.Process], timeout: float = 5.0) -> int:
+    """SIGKILL ``procs``; wait (at most ``timeout`` s) until each is dead or a zombie."""
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.kill()
-    psutil.wait_procs(procs, timeout=5)
+    deadline = time.monotonic() + timeout
+    while any(not _gone(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return len(procs)
 
 
@@ -77,16 +89,15 @@ def _tree(pid: int) -> dict[int, float]:
     return out
 
 
-def kill_snapshot(snapshot: dict[int, float]) -> int:
+def snapshot_processes(snapshot: dict[int, float]) -> list[psutil.Process]:
+    """The processes of ``snapshot`` (pid -> create time) still running as themselves."""
     procs = []
     for pid, created in snapshot.items():
         with contextlib.suppress(psutil.Error):
             p = psutil.Process(pid)
             if abs(p.create_time() - created) < 0.5:
-                p.kill()
                 procs.append(p)
-    psutil.wait_procs(procs, timeout=5)
-    return len(procs)
+    return procs
 
 
 def watch(pid: int, started: float, node_id: str, poll_s: float = 0.5) -> None:
@@ -95,7 +106,10 @@ def watch(pid: int, started: float, node_id: str, poll_s: float = 0.5) -> None:
         seen.update(_tree(pid))
         time.sleep(poll_s)
     time.sleep(1.0)   # let Ray's own clean-up go first
-    kill_snapshot(seen)
+    # one kill for all: what was seen while the driver lived, and what carries the node's
+    # tag (a server started after the last look); waiting on the first before the second
+    # let a young server outlive the reaper's deadline
+    kill_processes(snapshot_processes(seen) + node_processes(node_id))
     for _ in range(5):  # a worker killed mid-spawn can still start a child: sweep again
         if kill_node(node_id) == 0:
             time.sleep(0.5)
