@@ -270,9 +270,6 @@ class SweepStudy:
                 self.study.tell(trial, state=TrialState.FAIL)
         self._waiting.clear()
 
-    def waiting_on(self, config_hash: str) -> int:
-        return len(self._waiting.get(config_hash, []))
-
     # -- inside -----------------------------------------------------------------------------
     def _requeue_unmeasured(self, trial: Any, role: str, why: str) -> None:
         """FAIL a trial that never got measured as ``recovered`` (neither a failure nor
