@@ -44,8 +44,10 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
         "simulated": result.simulated, "time_scale": result.time_scale,
         "effect": {c.knob: c.verdict for c in result.effect},
         "startup_s": result.timings.startup_s, "total_s": result.timings.total_s,
-        "kv_tokens": result.kv_tokens,
+        "kv_tokens": result.kv_tokens, "host": result.host,
     }
+    if result.worker:
+        attrs["worker"] = result.worker
     if result.reason:
         attrs["reason"] = result.reason
         attrs["message"] = (result.message or "")[:500]

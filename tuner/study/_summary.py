@@ -54,6 +54,7 @@ class TrialSummary:
     retried: bool = False                        # a start-up failure launched once more
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
+    worker: str | None = None                    # where it ran: a Ray node id (Ray runner)
     engine: str | None = None                    # the adapter that planned it (sim:fork...)
     engine_version: str | None = None
     simulated: bool = False
@@ -96,7 +97,7 @@ def summarize(trial: Any) -> TrialSummary:
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
-        kv_tokens=a.get("kv_tokens"), engine=a.get("engine"),
+        kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
         time_scale=float(a.get("time_scale") or 1.0), started_at=_iso(trial.datetime_start),
         completed_at=_iso(trial.datetime_complete))

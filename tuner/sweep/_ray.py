@@ -45,6 +45,15 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
                         "`ray start --head` or pass --ray-address auto") from None
 
 
+def execute_on_node(job: TrialJob) -> dict[str, Any]:
+    """:func:`execute` in a Ray worker, the result naming the node it ran on (``worker``)."""
+    import ray
+
+    data = execute(job)
+    data["worker"] = ray.get_runtime_context().get_node_id()
+    return data
+
+
 class RayRunner(TrialRunner):
     def __init__(self, *, address: str | None, gpu: bool, slots: int | None) -> None:
         import ray
@@ -90,7 +99,7 @@ class RayRunner(TrialRunner):
         else:
             self.slots = slots or 1
             opts = {"num_cpus": 1}
-        self._task = ray.remote(max_retries=0)(execute).options(**opts)
+        self._task = ray.remote(max_retries=0)(execute_on_node).options(**opts)
 
     def _session_dir(self) -> str | None:
         try:

@@ -56,6 +56,8 @@ class TrialResult(BaseModel):
     server_info: dict[str, Any] = Field(default_factory=dict)
     #: tokens the KV pool holds (the server's own figure), what a capacity knob changes
     kv_tokens: int | None = None
+    #: where the trial ran when a runner knows more than the host name (a Ray node id)
+    worker: str | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     effect: list[KnobCheck] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
