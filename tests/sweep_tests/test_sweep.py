@@ -175,8 +175,10 @@ def test_faulty_space_keeps_going_with_reasons_and_a_clean_front(tmp_path: Path)
         {"kind": "crash_at_start", "when": {"speculative_num_steps": [4, 5]}},
         {"kind": "hang", "when": {"moe_runner_backend": "marlin"}},
     ])
+    # the hang is ended by the start-up timeout (wall seconds): long enough for a healthy
+    # start on a loaded machine (5 s failed the baseline there), short enough for the suite
     proc = subprocess.run(sweep_argv(tmp_path, "sim:fork-unshared", "--sim-faults", faults,
-                                     "--sampler", "random", "--startup-timeout", "5",
+                                     "--sampler", "random", "--startup-timeout", "12",
                                      trials=14),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
