@@ -170,6 +170,7 @@ def test_second_driver_is_refused(tmp_path: Path) -> None:
     assert first.returncode == 0
 
 
+@pytest.mark.timeout(900)     # 14 launches, some hanging until the timeout: long under load
 def test_faulty_space_keeps_going_with_reasons_and_a_clean_front(tmp_path: Path) -> None:
     faults = json.dumps([
         {"kind": "crash_at_start", "when": {"speculative_num_steps": [4, 5]}},
