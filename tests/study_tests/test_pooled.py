@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from scipy.stats import t as student_t
@@ -16,6 +17,7 @@ from tuner.study import estimates
 from tuner.study import feasible_best
 from tuner.study import largest_capacity
 from tuner.study import summaries
+from tuner.sweep._base import TrialJob
 from tuner.sweep._finals import Finals
 
 
@@ -143,17 +145,17 @@ def test_confirmations_bisect_a_long_capacity_ladder() -> None:
     assert f.choose(rows)[2] == {"mem_fraction": 0.89}              # nothing left between
 
 
-class _LosesTheFirstConfirmation(ModelRunner):
-    """The worker of the first launch at the capacity cap dies (a lost Ray node)."""
+class _LosesOneLaunch(ModelRunner):
+    """The worker of the first launch ``lose(job)`` picks dies (a lost Ray node)."""
 
-    def __init__(self, **kw: object) -> None:
+    def __init__(self, lose: Callable[[TrialJob], bool], **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
-        self.lost = False
+        self.lose, self.lost = lose, False
 
-    def submit(self, job):  # type: ignore[no-untyped-def]
+    def submit(self, job: TrialJob) -> None:
         from tuner.sweep._base import Outcome
 
-        if job.config.as_dict()["mem_fraction"] == 0.7 and not self.lost:
+        if not self.lost and self.lose(job):
             self.lost = True
             self._inflight.append(job.key)
             self.done.append(Outcome(job.key, "worker_lost", detail="node gone"))
@@ -163,7 +165,8 @@ class _LosesTheFirstConfirmation(ModelRunner):
 
 def test_a_lost_confirmation_is_queued_again_as_a_confirmation_with_model_backed_runner(
         tmp_path: Path) -> None:
-    runner = _LosesTheFirstConfirmation(seed=2)
+    runner = _LosesOneLaunch(lambda job: job.config.as_dict()["mem_fraction"] == 0.7,
+                             seed=2)     # the first launch at the capacity cap
     study = model_sweep(tmp_path, runner, trials=20, seed=2)
     lost = [t for t in study.get_trials() if t.user_attrs.get("reason") == "worker_lost"]
     assert len(lost) == 1
@@ -174,20 +177,9 @@ def test_a_lost_confirmation_is_queued_again_as_a_confirmation_with_model_backed
     assert estimates(study)[feasible_best(study).number].unbiased
 
 
-class _LosesTheSecondLaunch(ModelRunner):
-    def submit(self, job):  # type: ignore[no-untyped-def]
-        from tuner.sweep._base import Outcome
-
-        if job.key == 1:
-            self._inflight.append(job.key)
-            self.done.append(Outcome(job.key, "worker_lost", detail="node gone"))
-            return
-        super().submit(job)
-
-
 def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backed_runner(
         tmp_path: Path) -> None:
-    runner = _LosesTheSecondLaunch(seed=2)
+    runner = _LosesOneLaunch(lambda job: job.key == 1, seed=2)     # the second launch
     study = model_sweep(tmp_path, runner, trials=10, seed=2)
     lost = study.trials[1]
     assert lost.user_attrs["reason"] == "worker_lost" and lost.user_attrs["recovered"]
