@@ -21,6 +21,7 @@ from typing import Any
 
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
+from tuner.study._summary import summarize
 
 
 #: A stand-in's TPOT is this many times the baseline's (or ``NO_BASELINE_TPOT_MS`` x this).
@@ -29,11 +30,13 @@ NO_BASELINE_TPOT_MS = 100.0
 
 
 def steers_away(trial: Any) -> bool:
-    """Whether the FAIL ``trial`` (a FrozenTrial) is a failure of its configuration, which
-    the sampler must learn to avoid."""
-    a = trial.user_attrs
-    return (trial.state.name == "FAIL" and a.get(ROLE, "trial") in ("baseline", "trial")
-            and "config_hash" in a and not a.get("retried") and not a.get("recovered"))
+    """Whether ``trial`` (a FrozenTrial) is a failure of its configuration, which the
+    sampler must learn to avoid: a FAIL that counts as measured (:attr:`TrialSummary.measured`:
+    not retried, not lost, not a copy or a finals' launch) of a planned configuration."""
+    if trial.state.name != "FAIL":
+        return False
+    t = summarize(trial)
+    return t.measured and t.config_hash is not None
 
 
 def stand_in(trial: Any, *, n_objectives: int, pessimistic_tpot: float) -> Any:
