@@ -36,6 +36,7 @@ from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
 from tuner.study._summary import TrialSummary
 from tuner.study._summary import summarize
+from tuner.study._transaction import one_transaction
 from tuner.trial import TrialResult
 
 
@@ -166,7 +167,13 @@ class SweepStudy:
     def propose(self, canonicalize: Canonicalize, *,
                 planned: tuple[dict[str, Any], str] | None = None) -> Proposal:
         """The next configuration: a queued one first (the baseline, a retry), else
-        ``planned`` (values, why: the search plan's), else the sampler's."""
+        ``planned`` (values, why: the search plan's), else the sampler's. Its writes are
+        one transaction."""
+        with one_transaction(self.study._storage):
+            return self._propose(canonicalize, planned)
+
+    def _propose(self, canonicalize: Canonicalize,
+                 planned: tuple[dict[str, Any], str] | None) -> Proposal:
         from optuna.trial import TrialState
 
         if planned is not None and not self.study.get_trials(deepcopy=False,
@@ -206,7 +213,11 @@ class SweepStudy:
         whose flaky start-up is launched once more; another FAIL is a failure the sampler sees
         as a stand-in, :mod:`tuner.study._stand_ins`);
         ``requeue`` queues the configuration once more (a lost worker); repeats that waited
-        on it are answered."""
+        on it are answered. The record (with the copies) is one transaction."""
+        with one_transaction(self.study._storage):
+            return self._record(proposal, result, requeue)
+
+    def _record(self, proposal: Proposal, result: TrialResult, requeue: bool) -> str:
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
         flaky = not requeue and self._flaky(proposal, result)
@@ -264,10 +275,11 @@ class SweepStudy:
         """FAIL every repeat still waiting on a trial that will not finish (Ctrl-C)."""
         from optuna.trial import TrialState
 
-        for trials in self._waiting.values():
-            for trial in trials:
-                trial.set_user_attr("reason", reason)
-                self.study.tell(trial, state=TrialState.FAIL)
+        with one_transaction(self.study._storage):
+            for trials in self._waiting.values():
+                for trial in trials:
+                    trial.set_user_attr("reason", reason)
+                    self.study.tell(trial, state=TrialState.FAIL)
         self._waiting.clear()
 
     # -- inside -----------------------------------------------------------------------------
@@ -277,11 +289,13 @@ class SweepStudy:
         from optuna.trial import TrialState
 
         storage = self.study._storage
-        for key, value in {ROLE: role, "recovered": True, "reason": "cancelled",
-                           "message": f"{why}; its configuration was queued again"}.items():
-            storage.set_trial_user_attr(trial._trial_id, key, value)
-        self.study.tell(trial.number, state=TrialState.FAIL)
-        self._enqueue_retry(trial, role)
+        with one_transaction(storage):
+            for key, value in {ROLE: role, "recovered": True, "reason": "cancelled",
+                               "message": f"{why}; its configuration was queued again"
+                               }.items():
+                storage.set_trial_user_attr(trial._trial_id, key, value)
+            self.study.tell(trial.number, state=TrialState.FAIL)
+            self._enqueue_retry(trial, role)
 
     def _enqueue_retry(self, trial: Any, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
