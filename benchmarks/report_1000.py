@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.space import load_space
 from tuner.study._bridge import distribution
+from tuner.study._transaction import one_transaction
 
 
 SPARK = Path(__file__).resolve().parent.parent / "search_spaces" / "ling-3.0-flash-dgx-spark.yaml"
@@ -44,7 +45,8 @@ def build(db: Path, n: int = 1000) -> None:
         dists = {k: distribution(space, k) for k in cfg}
         role = "baseline" if i == 0 else "trial"
         kind = rng.random()
-        attrs = {"tuner:role": role, "config": cfg, "config_hash": f"{i:012x}"}
+        attrs = {"tuner:role": role, "config": cfg, "config_hash": f"{i:012x}",
+                 "engine": "sim"}
         if kind < 0.15:
             trials.append(optuna.trial.create_trial(
                 state=optuna.trial.TrialState.FAIL, params=cfg, distributions=dists,
@@ -62,7 +64,8 @@ def build(db: Path, n: int = 1000) -> None:
             params=cfg, distributions=dists, values=[tpot, acc], user_attrs=attrs,
             constraints={"accept_length_floor": 0.5 if gated else -1.0,
                          "accuracy_drop": -1.0, "failed": 0.0}))
-    study.add_trials(trials)
+    with one_transaction(study._storage):     # one commit, not one per attribute
+        study.add_trials(trials)
 
 
 def timed(argv: list[str]) -> float:

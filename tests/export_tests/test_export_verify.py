@@ -158,7 +158,7 @@ def test_verify_against_live_servers(profile: Path, tmp_path: Path, variant: str
         assert out.returncode == 0, out.stdout + out.stderr
         assert "PASS: the server is the profile" in out.stdout
     else:
-        assert out.returncode == 1, out.stdout
+        assert out.returncode == 1, out.stdout + out.stderr
         last = out.stdout.strip().splitlines()[-1]
         assert last.startswith("FAIL") and failing in last, last
 

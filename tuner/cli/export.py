@@ -35,12 +35,14 @@ def export(
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
+    from tuner.study import summaries
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
-    trial = pick_trial(st, pick)
+    rows = summaries(st)                  # read once: a study may hold 10,000s of trials
+    trial = pick_trial(st, pick, rows)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
-    larger = largest_capacity(st, trial.number)
+    larger = largest_capacity(st, trial.number, rows)
     result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
     base_trial = baseline_trial(st)
     baseline, base_note = (result_of(st, base_trial, loc.artifacts) if base_trial
@@ -62,14 +64,14 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
-    estimate = estimates(st).get(trial.number)
+    estimate = estimates(st, rows).get(trial.number)
     files = write_profile(folder, engine, command, model_path, result,
                           trial_number=trial.number, study_name=study,
                           storage_url=redact_url(loc.storage_url), baseline=baseline,
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
     _say_pick(result, trial.number, pick, estimate)
-    _say_ties_and_capacity(st, trial.number, larger)
+    _say_ties_and_capacity(st, trial.number, larger, rows)
     c = console()
     for f in files:
         c.print(f"wrote {f}")
@@ -98,18 +100,19 @@ def _say_pick(result: Any, number: int, pick: str, estimate: Any) -> None:
                 "reports this")
 
 
-def _say_ties_and_capacity(st: Any, number: int, larger: Any) -> None:
+def _say_ties_and_capacity(st: Any, number: int, larger: Any, rows: list[Any]) -> None:
     from tuner.cli._common import console
     from tuner.study import summarize
     from tuner.study import ties_with
+    from tuner.study import trial_at
 
-    ties = ties_with(st, number)
+    ties = ties_with(st, number, rows)
     if ties:
         console().print(f"tie: {len(ties)} other configuration(s) measured within the pick's "
                         f"interval ({', '.join(f'#{n}' for n in ties[:8])}): the data cannot "
                         "say which is faster; `tuner report` lists them")
     if larger is not None:
-        big, first = summarize(larger), summarize(st.trials[number])
+        big, first = summarize(larger), summarize(trial_at(st, number))
         console().print(
             f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
             f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "

@@ -28,21 +28,22 @@ from tuner.study import Role
 from tuner.study import feasible_best
 from tuner.study import feasible_front
 from tuner.study import summarize
+from tuner.study import trial_at
 from tuner.trial import TrialResult
 
 
-def pick_trial(study: Any, pick: str) -> Any:
+def pick_trial(study: Any, pick: str, trials: list[Any] | None = None) -> Any:
     """The trial ``pick`` names: fastest, most-accurate or knee of the feasible front, or
-    ``trial:N``."""
+    ``trial:N``. ``trials``: the study's summaries when the caller has them."""
     if pick.startswith("trial:"):
         try:
             number = int(pick.split(":", 1)[1])
-            trial = study.trials[number]
+            trial = trial_at(study, number)
         except (ValueError, IndexError):
             raise UserError(f"--pick {pick}: no such trial") from None
         summary = summarize(trial)
         if summary.role == Role.DUPLICATE and summary.duplicate_of is not None:
-            trial = study.trials[summary.duplicate_of]
+            trial = trial_at(study, summary.duplicate_of)
             summary = summarize(trial)
         if not summary.values or summary.role == Role.FAILURE_TWIN:
             raise UserError(f"--pick {pick}: trial #{trial.number} has no measurement "
@@ -52,7 +53,7 @@ def pick_trial(study: Any, pick: str) -> Any:
     if not front:
         raise UserError("the study has no feasible measured trial yet")
     if pick == "fastest":       # after the finals: the confirmed configuration
-        return feasible_best(study)
+        return feasible_best(study, trials)
     if pick == "most-accurate":
         if len(front[0].values) < 2:
             raise UserError("--pick most-accurate needs a GSM8K study (accuracy objective)")

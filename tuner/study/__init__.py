@@ -19,6 +19,7 @@ from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
+from tuner.study._record import trial_at
 from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import SAMPLERS
 from tuner.study._samplers import make_sampler
@@ -44,4 +45,4 @@ __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "E
            "feasible_best", "feasible_estimates", "feasible_front", "is_storage_error",
            "largest_capacity", "locate", "make_sampler", "open_study", "redact_url",
            "sampler_trials", "slug", "storage_problem", "suggest", "summaries", "summarize",
-           "tell_result", "ties_with", "write_legacy_constraints"]
+           "tell_result", "ties_with", "trial_at", "write_legacy_constraints"]

@@ -24,6 +24,7 @@ from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
+from tuner.study._record import trial_at
 from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
@@ -97,10 +98,22 @@ class SweepStudy:
         self.lock = DriverLock(self.study)
         self._inflight: dict[str, int] = {}          # config hash -> trial number running
         self._waiting: dict[str, list[Any]] = {}     # config hash -> repeats waiting on it
+        self._finished: dict[int, TrialSummary] = {}   # trial number -> its summary
 
     # -- reads ------------------------------------------------------------------------------
     def trials(self) -> list[TrialSummary]:
-        return [summarize(t) for t in self.study.get_trials(deepcopy=False)]
+        """Every trial's summary, in number order. A finished trial never changes (Optuna
+        refuses writes to it), so its summary is made once: the driver reads the study every
+        turn, and at 10,000 trials summarising them all each time cost seconds per trial."""
+        return [self._summary(t) for t in self.study.get_trials(deepcopy=False)]
+
+    def _summary(self, trial: Any) -> TrialSummary:
+        s = self._finished.get(trial.number)
+        if s is None:
+            s = summarize(trial)
+            if trial.state.is_finished():
+                self._finished[trial.number] = s
+        return s
 
     def measured(self) -> dict[str, TrialSummary]:
         """config hash -> the finished trial that measured it."""
@@ -118,7 +131,7 @@ class SweepStudy:
     def baseline(self) -> TrialSummary | None:
         """The measured baseline (COMPLETE), or None."""
         t = baseline_trial(self.study)
-        return summarize(t) if t is not None else None
+        return self._summary(t) if t is not None else None
 
     def failed_baseline(self) -> TrialSummary | None:
         """The baseline's last run when it failed and none is pending, else None."""
@@ -131,8 +144,8 @@ class SweepStudy:
     def best(self, trials: list[TrialSummary] | None = None) -> TrialSummary | None:
         """The pick so far (:func:`tuner.study.feasible_best`); ``trials``: summaries the
         caller already read."""
-        best = feasible_best(self.study, trials)
-        return summarize(best) if best is not None else None
+        best = feasible_best(self.study, trials if trials is not None else self.trials())
+        return self._summary(best) if best is not None else None
 
     # -- start of a sweep -------------------------------------------------------------------
     def claim(self, *, break_lock: bool = False) -> None:
@@ -246,7 +259,7 @@ class SweepStudy:
         trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
         launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
         knobs set above the baseline's (the pick's largest KV pool that still serves)."""
-        base = self.study.trials[number]
+        base = trial_at(self.study, number)
         attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
                                  "confirm": confirm}
         if held:
@@ -308,7 +321,7 @@ class SweepStudy:
         """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""
         from optuna.trial import TrialState
 
-        earlier = self.study.trials[earlier_number]
+        earlier = trial_at(self.study, earlier_number)
         trial.set_user_attr(ROLE, Role.DUPLICATE.value)
         trial.set_user_attr("duplicate_of", earlier.number)
         for k, v in earlier.user_attrs.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuner.study._record import ROLE
+from tuner.study._record import trial_at
 
 
 def feasible_front(study: Any) -> list[Any]:
@@ -44,6 +45,6 @@ def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
     if est:
         confirmed = [e for e in est if e.unbiased]
         chosen = min(confirmed or est, key=lambda e: e.pooled_ms)
-        return study.trials[chosen.number]
+        return trial_at(study, chosen.number)
     front = feasible_front(study)
     return min(front, key=lambda t: t.values[0]) if front else None

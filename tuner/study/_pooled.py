@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.study._record import trial_at
 from tuner.study._summary import Role
 from tuner.study._summary import TrialSummary
 from tuner.study._summary import summaries
@@ -98,15 +99,17 @@ def _feasible(rows: list[TrialSummary]) -> set[int]:
     return {s.number for s in rows if s.measured and s.feasible}
 
 
-def largest_capacity(study: Any, number: int) -> Any | None:
+def largest_capacity(study: Any, number: int, trials: list[TrialSummary] | None = None
+                     ) -> Any | None:
     """The finals' confirmation launch of trial ``number`` that served with the largest
     capacity setting (a larger KV pool at the same speed), or None when none raised it."""
-    rows = [s for s in summaries(study) if s.role == Role.REMEASURE and s.confirm
+    every = trials if trials is not None else summaries(study)
+    rows = [s for s in every if s.role == Role.REMEASURE and s.confirm
             and s.remeasure_of == number and s.state == "COMPLETE" and s.feasible and s.held]
     if not rows:
         return None
     best = max(rows, key=lambda s: tuple(sorted((k, float(v)) for k, v in s.held.items())))
-    return study.trials[best.number]
+    return trial_at(study, best.number)
 
 
 def ties_with(study: Any, number: int, trials: list[TrialSummary] | None = None

@@ -27,17 +27,17 @@ class StudyLocation:
     journal: Path | None = None
 
     def storage(self) -> Any:
-        import optuna
-
         if self.journal is not None:
             from optuna.storages import JournalStorage
             from optuna.storages.journal import JournalFileBackend
 
             return JournalStorage(JournalFileBackend(str(self.journal)))
+        from tuner.study._lean_read import LeanRDBStorage
+
         if self.storage_url.startswith("sqlite:"):
-            return optuna.storages.RDBStorage(
+            return LeanRDBStorage(
                 self.storage_url, engine_kwargs={"connect_args": {"timeout": 30}})
-        return optuna.storages.RDBStorage(driver_url(self.storage_url))
+        return LeanRDBStorage(driver_url(self.storage_url))
 
 
 def driver_url(url: str) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 from pydantic import Field
-from scipy import stats
 
 from tuner.space import Gate
 from tuner.trial._stats import Aggregates
@@ -55,6 +54,8 @@ def paired_accuracy(base: dict[str, bool], trial: dict[str, bool]) -> PairedAccu
     if b + c == 0:
         p2 = p1 = 1.0
     else:
+        from scipy import stats
+
         p2 = float(stats.binomtest(min(b, c), b + c, 0.5).pvalue)
         p1 = float(stats.binomtest(b, b + c, 0.5, alternative="greater").pvalue)
     return PairedAccuracy(pairs=n, base_only=b, trial_only=c, drop_pp=drop, p_two_sided=p2,

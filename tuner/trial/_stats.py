@@ -14,7 +14,6 @@ import math
 import statistics
 
 from pydantic import BaseModel
-from scipy import stats
 
 from tuner.trial._requests import RequestRecord
 
@@ -71,11 +70,15 @@ def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval |
     ybar = sum(y) / n
     resid = sum((xi - ratio * yi) ** 2 for xi, yi in zip(x, y, strict=True))
     se = math.sqrt(resid / (n * (n - 1))) / ybar
+    from scipy import stats
+
     t = float(stats.t.ppf(0.975, n - 1))
     return ratio, Interval(low=ratio - t * se, high=ratio + t * se)
 
 
 def wilson(correct: int, n: int) -> Interval:
+    from scipy import stats
+
     ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
     return Interval(low=float(ci.low), high=float(ci.high))
 
