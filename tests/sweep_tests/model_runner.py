@@ -20,6 +20,8 @@ from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
 from tuner.trial import TrialResult
 from tuner.trial._gate import evaluate
+from tuner.trial._run import TrialPruned
+from tuner.trial._run import _check_early
 from tuner.trial._stats import Aggregates
 from tuner.trial._stats import Interval
 from tuner_sim import args as sim_args
@@ -107,6 +109,11 @@ class ModelRunner(TrialRunner):
         res.kv_tokens = mem.max_total_num_tokens
         res.gate = evaluate(agg, speculative=settings.speculative, cfg=job.space.spec.gate,
                             baseline_per_question=job.options.baseline_per_question)
+        if job.options.early_stop is not None:   # the product's judgement, on these figures
+            try:
+                _check_early(res, job.options.early_stop)
+            except TrialPruned as stop:
+                res.status, res.reason, res.message = "pruned", stop.reason, stop.message  # type: ignore[assignment]
         return res
 
 

@@ -55,6 +55,10 @@ def sweep(
     startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
                                           "to be ready (default 1800; scaled for the "
                                           "simulator)"),
+    early_stop: float = typer.Option(0.0, min=0.0, max=0.9, help="judge each search trial "
+                                     "after this share of its workload and stop it there "
+                                     "when it is clearly slower than the best so far or its "
+                                     "speculation collapsed (0: off; e.g. 0.25)"),
     break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
                                     "another host"),
     check_engine: bool = typer.Option(True, help="check the engine's flags and env vars "
@@ -106,7 +110,8 @@ def sweep(
     deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
                              sampler=sampler, seed=seed, break_lock=break_lock,
-                             deadline_s=deadline, options=resolved_options(ctx))
+                             deadline_s=deadline, early_stop=early_stop,
+                             options=resolved_options(ctx))
 
     if ray_address not in (None, "", "none", "auto", "local"):
         check_address(ray_address)       # before the study is touched

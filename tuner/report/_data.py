@@ -49,7 +49,7 @@ class StudyData:
 
     @property
     def measured(self) -> pd.DataFrame:
-        return self.trials[self.trials["kind"] != "failed"]
+        return self.trials[~self.trials["kind"].isin(("failed", "pruned"))]
 
     @property
     def feasible(self) -> pd.DataFrame:
@@ -90,6 +90,8 @@ class StudyData:
 
 
 def _kind(t: TrialSummary) -> str:
+    if t.state == "PRUNED":
+        return "pruned"       # stopped early: its figures cover part of the workload
     if t.state != "COMPLETE" or not t.values:
         return "failed"
     return "feasible" if t.feasible else "gated"
@@ -104,7 +106,7 @@ def collect(study: Any) -> StudyData:
     for t in every:
         if t.role in (Role.FAILURE_TWIN, Role.DUPLICATE, Role.REMEASURE) or t.recovered:
             continue
-        if t.state not in ("COMPLETE", "FAIL"):
+        if t.state not in ("COMPLETE", "FAIL", "PRUNED"):
             continue
         for k in t.config:
             if k not in knobs:

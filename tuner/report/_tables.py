@@ -98,7 +98,9 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
     clock = " - simulated machine time" if data.simulated else ""
     counts = data.trials["kind"].value_counts().to_dict()
     out.print(f"[bold]{data.name}[/]: {counts.get('feasible', 0)} feasible, "
-              f"{counts.get('gated', 0)} gated, {counts.get('failed', 0)} failed trials{clock}")
+              f"{counts.get('gated', 0)} gated, {counts.get('failed', 0)} failed"
+              + (f", {counts['pruned']} stopped early" if counts.get("pruned") else "")
+              + f" trials{clock}")
     for title, df in (("Pareto front", front), ("Leaderboard", board)):
         t = Table(title=title)
         for col in ("trial", "TPOT ms [95% CI]", "tok/s", "accuracy [95% CI]", "accept",

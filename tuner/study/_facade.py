@@ -333,5 +333,6 @@ class SweepStudy:
                 trial.set_constraint(k, v)
             write_legacy_constraints(self.study, trial._trial_id, values)
             self.study.tell(trial, list(earlier.values))
-        else:
-            self.study.tell(trial, state=TrialState.FAIL)
+        else:       # a failure stays one; a trial stopped early too
+            self.study.tell(trial, state=TrialState.PRUNED if earlier.state == TrialState.PRUNED
+                            else TrialState.FAIL)

@@ -10,6 +10,9 @@
   study (what optuna-dashboard shows) holds real measurements only. Studies written before
   that may hold stored stand-ins ("failure twins", role ``failure_twin``); every reader
   skips them.
+* A trial stopped early (``pruned``: dominated or collapsed after the first part of its
+  workload) is PRUNED, with its partial figures and reason as attributes; no values, so
+  it is on no front. The sampler sees it as what it measured (a stand-in).
 * The server log, the per-request records and the TrialResult JSON are artifacts.
 """
 
@@ -133,6 +136,9 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: b
             upload_artifacts(study, trial, store, result, folder)
         except OSError as exc:
             trial.set_user_attr("artifact_error", f"{type(exc).__name__}: {exc}"[:300])
+    if result.status == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+        return "PRUNED"
     values = objective_values(result, with_accuracy) if result.ok else None
     if result.ok and values is None:
         trial.set_user_attr("reason", "bench_error")

@@ -12,6 +12,10 @@ never meet a fake value (a FAIL trial is shown as failed). Failures that say not
 the configuration get no stand-in: a flaky start-up that is launched once more
 (``retried``), a trial whose run was lost (``recovered``), a finals' re-measurement, a
 copied repeat.
+
+A trial stopped early (PRUNED: dominated or collapsed after the first part of its
+workload) is seen as what it measured: COMPLETE with its partial TPOT and accuracy, and
+infeasible when its speculation collapsed. Optuna's samplers would otherwise ignore it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ PESSIMISM = 10.0
 NO_BASELINE_TPOT_MS = 100.0
 
 
+def _pruned_measurement(trial: Any) -> bool:
+    """A PRUNED trial (or its copy) that measured a TPOT before it stopped."""
+    return trial.state.name == "PRUNED" and bool(trial.user_attrs.get("tpot_ms"))
+
+
 def steers_away(trial: Any) -> bool:
     """Whether ``trial`` (a FrozenTrial) is a failure of its configuration, which the
     sampler must learn to avoid: a FAIL that counts as measured (:attr:`TrialSummary.measured`:
@@ -40,11 +49,19 @@ def steers_away(trial: Any) -> bool:
 
 
 def stand_in(trial: Any, *, n_objectives: int, pessimistic_tpot: float) -> Any:
-    """The COMPLETE, infeasible copy of the FAIL ``trial`` that the sampler sees."""
+    """The COMPLETE copy the sampler sees of ``trial``: of a FAIL, infeasible with
+    pessimistic values; of a PRUNED trial, its partial figures (infeasible if collapsed)."""
     import optuna
 
-    values = [pessimistic_tpot, 0.0][:n_objectives]
-    failed = {k: (1.0 if k == "failed" else 0.0) for k in CONSTRAINT_KEYS}
+    if trial.state.name == "PRUNED":
+        a = trial.user_attrs
+        values = [a["tpot_ms"], a.get("accuracy") or 0.0][:n_objectives]
+        collapsed = a.get("reason") == "collapsed"
+        failed = {k: (1.0 if k == "accept_length_floor" and collapsed else -1.0)
+                  for k in CONSTRAINT_KEYS}
+    else:
+        values = [pessimistic_tpot, 0.0][:n_objectives]
+        failed = {k: (1.0 if k == "failed" else 0.0) for k in CONSTRAINT_KEYS}
     system_attrs: dict[str, Any] = {f"constraints:{k}": v for k, v in failed.items()}
     system_attrs["constraints"] = list(failed.values())
     return optuna.trial.FrozenTrial(
@@ -63,8 +80,8 @@ def sampler_trials(study: Any, *, use_cache: bool = False) -> list[Any]:
                  and t.user_attrs.get(ROLE) == "baseline"), None)
     tpot = PESSIMISM * (base.values[0] if base is not None else NO_BASELINE_TPOT_MS)
     n = len(study.directions)
-    return [stand_in(t, n_objectives=n, pessimistic_tpot=tpot) if steers_away(t) else t
-            for t in trials]
+    return [stand_in(t, n_objectives=n, pessimistic_tpot=tpot)
+            if steers_away(t) or _pruned_measurement(t) else t for t in trials]
 
 
 class _SamplerView:

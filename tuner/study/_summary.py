@@ -74,7 +74,7 @@ class TrialSummary:
     def measured(self) -> bool:
         """A configuration that was really run (not a copy, a stand-in or a dead run)."""
         return (self.role in (Role.BASELINE, Role.TRIAL) and not self.recovered
-                and not self.retried and self.state in ("COMPLETE", "FAIL"))
+                and not self.retried and self.state in ("COMPLETE", "FAIL", "PRUNED"))
 
 
 def summarize(trial: Any) -> TrialSummary:

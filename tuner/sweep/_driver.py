@@ -31,6 +31,7 @@ from tuner.study import storage_problem
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
+from tuner.trial import EarlyStop
 from tuner.trial import TrialOptions
 from tuner.trial import TrialResult
 from tuner.workloads import KINDS
@@ -53,6 +54,9 @@ class SweepSettings:
     #: share of the budget (trials, or hours) spent launching the finalists again
     #: (_finals.py); 0: the pick is the fastest single reading
     finals_share: float = 0.2
+    #: judge a search trial after this share of its workload and stop it there when it is
+    #: clearly slower than the best so far or its speculation collapsed (EarlyStop); 0: off
+    early_stop: float = 0.0
     #: the options the user ran the sweep with, stored with the study (no secrets)
     options: dict[str, Any] | None = None
 
@@ -249,7 +253,8 @@ class Driver:
             return True
         self.repeats_in_a_row = 0
         base_pq = baseline.per_question if baseline is not None else None
-        opts = TrialOptions(**{**self.options.__dict__, "baseline_per_question": base_pq})
+        opts = TrialOptions(**{**self.options.__dict__, "baseline_per_question": base_pq,
+                               "early_stop": self._early_stop(prop, baseline)})
         assert prop.config is not None
         job = TrialJob(key=prop.number, space=self.space, engine=self.engine,
                        config=prop.config, options=opts, deadline_s=self.s.deadline_s)
@@ -258,6 +263,15 @@ class Driver:
         self.started[prop.number] = time.monotonic()
         self.progress.last = f"#{prop.number} started: {prop.config.describe()}"
         return True
+
+    def _early_stop(self, prop: Proposal, baseline: TrialSummary | None) -> EarlyStop | None:
+        """For a search trial once the baseline is measured: judge it against the best so
+        far's TPOT interval (never the baseline's own run or the finals')."""
+        if self.s.early_stop <= 0 or baseline is None or prop.role != Role.TRIAL:
+            return None
+        best = self.sweep.best()
+        high = best.tpot_ci95[1] if best is not None and best.tpot_ci95 else None
+        return EarlyStop(self.s.early_stop, slower_than_ms=high)
 
     def _record(self, outcome: Outcome) -> None:
         prop = self.pending.pop(outcome.key)
@@ -283,6 +297,8 @@ class Driver:
             p.last = f"#{n} FAILED {result.reason}: {clip(result.message, 160)}"
             if state == "RETRY":
                 p.last += " (a start-up failure: launching it once more)"
+        elif state == "PRUNED":
+            p.last = f"#{n} {clip(result.message, 200)}"
         else:
             a = result.aggregates
             gated = result.gate is not None and not result.gate.passed

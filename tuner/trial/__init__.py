@@ -7,6 +7,7 @@ from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
 from tuner.trial._result import REASONS
 from tuner.trial._result import TrialResult
+from tuner.trial._run import EarlyStop
 from tuner.trial._run import TrialOptions
 from tuner.trial._run import run_trial
 from tuner.trial._run import workload_vocab
@@ -14,5 +15,6 @@ from tuner.trial._stats import Aggregates
 from tuner.trial._stats import aggregate
 
 
-__all__ = ["MISSING", "REASONS", "Aggregates", "RequestRecord", "TrialOptions", "TrialResult",
-           "aggregate", "lookup", "run_requests", "run_trial", "same_value", "workload_vocab"]
+__all__ = ["MISSING", "REASONS", "Aggregates", "EarlyStop", "RequestRecord", "TrialOptions",
+           "TrialResult", "aggregate", "lookup", "run_requests", "run_trial", "same_value",
+           "workload_vocab"]

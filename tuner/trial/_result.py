@@ -2,7 +2,8 @@
 
 Failure reasons come from a fixed taxonomy (docs/trials.md): ``launch_error``,
 ``startup_timeout``, ``oom``, ``crashed``, ``unsupported_knob``, ``effect_mismatch``,
-``bench_error``, ``worker_lost``, ``cancelled``. All durations are machine time.
+``bench_error``, ``worker_lost``, ``cancelled``; a trial stopped early (status ``pruned``)
+says why: ``dominated`` or ``collapsed``. All durations are machine time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tuner.trial._stats import Aggregates
 
 SCHEMA_VERSION = 1
 Reason = Literal["launch_error", "startup_timeout", "oom", "crashed", "unsupported_knob",
-                 "effect_mismatch", "bench_error", "worker_lost", "cancelled"]
+                 "effect_mismatch", "bench_error", "worker_lost", "cancelled",
+                 "dominated", "collapsed"]
 REASONS: tuple[str, ...] = Reason.__args__  # type: ignore[attr-defined]
 
 
@@ -39,7 +41,9 @@ class Timings(BaseModel):
 class TrialResult(BaseModel):
     schema_version: int = SCHEMA_VERSION
     tuner_version: str
-    status: Literal["ok", "failed"]
+    #: ``pruned``: stopped after the first part of its workload (:class:`EarlyStop`); its
+    #: figures cover the requests it measured
+    status: Literal["ok", "failed", "pruned"]
     reason: Reason | None = None
     message: str | None = None
     space: str

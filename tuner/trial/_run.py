@@ -3,8 +3,10 @@ server: every failure becomes a ``TrialResult`` with a reason from the taxonomy.
 
 from __future__ import annotations
 
+import math
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from datetime import UTC
@@ -24,6 +26,7 @@ from tuner.space import Workload
 from tuner.trial._evidence import effect_check
 from tuner.trial._evidence import unsupported
 from tuner.trial._gate import evaluate
+from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
 from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
@@ -37,6 +40,24 @@ from tuner.workloads import Prepared
 from tuner.workloads import Workload as PromptWorkload
 from tuner.workloads import make_workload
 from tuner.workloads import vocab_size
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """Judge a trial after the first ``fraction`` of its measured requests (at least
+    ``MIN_FIRST``) and stop it there when it is clearly not a candidate (status ``pruned``,
+    figures over those requests): ``dominated`` when the low end of its TPOT interval is
+    above ``slower_than_ms`` (the incumbent's interval's high end), ``collapsed`` when
+    speculation's accept length already fails the gate."""
+
+    fraction: float
+    slower_than_ms: float | None = None
+
+    MIN_FIRST = 3
+
+    def first(self, measured: int) -> int:
+        """How many of ``measured`` requests come before the judgement."""
+        return max(self.MIN_FIRST, math.ceil(self.fraction * measured))
 
 
 @dataclass
@@ -63,6 +84,8 @@ class TrialOptions:
     #: Added to the server's environment (not to the plan): e.g. the sweep's owner tag,
     #: by which its clean-up finds servers a killed driver left behind.
     server_env: dict[str, str] = field(default_factory=dict)
+    #: stop early when clearly not a candidate (None: run the whole workload)
+    early_stop: EarlyStop | None = None
 
 
 def _now() -> str:
@@ -111,18 +134,58 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         server.start()
         startup_wall = server.wait_ready(opts.startup_timeout_s)
         _prove(result, server, protocol, opts, startup_wall)
-        _measure(result, server, protocol, workload, prepared, opts)
-        result.aggregates = aggregate(result.requests)
-        result.gate = evaluate(
-            result.aggregates, speculative=plan.speculative,
-            cfg=space.spec.gate, baseline_per_question=opts.baseline_per_question,
-            reference_accept_length=opts.reference_accept_length)
+        judge = _judge(space, plan.speculative, opts)
+        _measure(result, server, protocol, workload, prepared, opts, judge)
+        judge(result.requests, result)
+        return _finish(result, t_start, result.time_scale)
+    except TrialPruned as stop:
+        result.status = "pruned"
+        result.reason = stop.reason  # type: ignore[assignment]
+        result.message = stop.message
         return _finish(result, t_start, result.time_scale)
     except TrialStopped as stop:
         return _finish(_failed(result, stop), t_start, result.time_scale)
     finally:
         server.stop()
         result.cleanup = server.leftovers()
+
+
+class TrialPruned(Exception):
+    """The first part of the workload showed the trial is not a candidate (EarlyStop)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+Judge = Callable[[list[RequestRecord], TrialResult], None]
+
+
+def _judge(space: SearchSpace, speculative: bool, opts: TrialOptions) -> Judge:
+    """Aggregate and gate ``records`` into ``result``."""
+    def judge(records: list[RequestRecord], result: TrialResult) -> None:
+        result.aggregates = aggregate(records)
+        result.gate = evaluate(
+            result.aggregates, speculative=speculative, cfg=space.spec.gate,
+            baseline_per_question=opts.baseline_per_question,
+            reference_accept_length=opts.reference_accept_length)
+    return judge
+
+
+def _check_early(result: TrialResult, stop: EarlyStop) -> None:
+    """Raise TrialPruned when the figures so far (``result``'s) rule the trial out."""
+    a, gate = result.aggregates, result.gate
+    if gate is not None and any(r.rule == "collapse" for r in gate.fired()):
+        raise TrialPruned("collapsed", "stopped early: " + next(
+            r.detail for r in gate.fired() if r.rule == "collapse"))
+    if a is None or a.tpot_ci95 is None or stop.slower_than_ms is None:
+        return
+    ci = a.tpot_ci95
+    if ci.low > stop.slower_than_ms:
+        raise TrialPruned("dominated", f"stopped early: TPOT {a.tpot_ms:.2f} ms "
+                          f"[{ci.low:.2f}, {ci.high:.2f}] over the first {len(result.requests)}"
+                          f" requests is slower than the best so far (up to "
+                          f"{stop.slower_than_ms:.2f} ms)")
 
 
 def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
@@ -150,8 +213,10 @@ def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
 
 
 def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
-             workload: PromptWorkload, prepared: Prepared, opts: TrialOptions) -> None:
-    """Warm up, then send the measured prompts; a failed request ends the trial."""
+             workload: PromptWorkload, prepared: Prepared, opts: TrialOptions,
+             judge: Judge) -> None:
+    """Warm up, then send the measured prompts; a failed request ends the trial. With
+    ``opts.early_stop``, the first part is judged before the rest is sent."""
     scale, n, timeout = result.time_scale, opts.workload.concurrency, opts.bench_timeout_s
     try:
         t1 = time.monotonic()
@@ -160,10 +225,19 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
         result.warmup_requests = len(prepared.warmup)
         t2 = time.monotonic()
         result.timings.warmup_s = (t2 - t1) * scale
-        result.requests = run_requests(server.base_url, server.headers(), protocol,
-                                       prepared.measured, workload=workload, scale=scale,
-                                       concurrency=n, timeout_s=timeout)
-        result.timings.benchmark_s = (time.monotonic() - t2) * scale
+        stop, prompts = opts.early_stop, prepared.measured
+        first = stop.first(len(prompts)) if stop is not None else 0
+        parts = ([prompts[:first], prompts[first:]] if 0 < first < len(prompts)
+                 else [prompts])
+        result.requests = []
+        for i, part in enumerate(parts):
+            result.requests += run_requests(server.base_url, server.headers(), protocol,
+                                            part, workload=workload, scale=scale,
+                                            concurrency=n, timeout_s=timeout)
+            result.timings.benchmark_s = (time.monotonic() - t2) * scale
+            if stop is not None and i + 1 < len(parts):
+                judge(result.requests, result)
+                _check_early(result, stop)
     except RequestFailed as exc:
         time.sleep(0.2)
         if not server.alive():
