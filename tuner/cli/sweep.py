@@ -55,6 +55,11 @@ def sweep(
     startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
                                           "to be ready (default 1800; scaled for the "
                                           "simulator)"),
+    final_questions: int = typer.Option(None, min=1, max=1319, help="GSM8K questions of the "
+                                        "pick's confirmation launches and of one more "
+                                        "baseline launch, gated against each other (a drop "
+                                        "the small screening sample cannot see); default: "
+                                        "the screening sample"),
     early_stop: float = typer.Option(0.0, min=0.0, max=0.9, help="judge each search trial "
                                      "after this share of its workload and stop it there "
                                      "when it is clearly slower than the best so far or its "
@@ -111,6 +116,7 @@ def sweep(
     settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline, early_stop=early_stop,
+                             final_questions=final_questions,
                              options=resolved_options(ctx))
 
     if ray_address not in (None, "", "none", "auto", "local"):

@@ -96,6 +96,11 @@ class Knob(_Strict):
     #: large the KV pool is (memory fraction): held at the baseline's value while the search
     #: measures speed, never a reason for another speed trial (docs/search-spaces.md).
     role: Literal["speed", "capacity"] = "speed"
+    #: The knob does not change what the model answers (speculative decoding, whose drafts
+    #: the target model verifies): accuracy depends only on the other speed knobs, so an
+    #: accuracy verdict on the final sample holds for every configuration that shares
+    #: their values (docs/search-spaces.md). Capacity knobs are lossless too.
+    lossless: bool = False
     choices: list[Any] | None = None
     low: float | None = None
     high: float | None = None

@@ -76,6 +76,12 @@ class SearchSpace:
         """Knobs with ``role: capacity``: held at the baseline's value by the speed search."""
         return tuple(n for n in self.order if self.spec.knobs[n].role == "capacity")
 
+    @property
+    def numerics_knobs(self) -> tuple[str, ...]:
+        """Speed knobs that may change what the model answers (not ``lossless``)."""
+        return tuple(n for n in self.order if self.spec.knobs[n].role == "speed"
+                     and not self.spec.knobs[n].lossless)
+
     def speed_key(self, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """``config`` without its capacity knobs: two configurations with the same key differ
         only in whether they fit, not in speed."""

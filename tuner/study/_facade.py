@@ -254,7 +254,8 @@ class SweepStudy:
         return state
 
     def remeasure(self, canonicalize: Canonicalize, number: int, confirm: bool = False,
-                  held: dict[str, Any] | None = None) -> Proposal:
+                  held: dict[str, Any] | None = None, *, final_sample: bool = False
+                  ) -> Proposal:
         """Launch trial ``number``'s configuration again (the finals): a ``remeasure``
         trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
         launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
@@ -264,6 +265,11 @@ class SweepStudy:
                                  "confirm": confirm}
         if held:
             attrs["held"] = held
+        if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
+            attrs["final_sample"] = True
+            config = base.user_attrs.get("config") or dict(base.params)
+            attrs["numerics"] = {k: config[k] for k in self.space.numerics_knobs
+                                 if k in config}
         self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
         return self.propose(canonicalize)
 
@@ -312,7 +318,8 @@ class SweepStudy:
 
     def _enqueue_retry(self, trial: Any, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
-        for key in ("remeasure_of", "confirm", "held"):    # a finals launch stays one
+        # a finals launch stays one
+        for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics"):
             if key in trial.user_attrs:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)

@@ -13,12 +13,20 @@ def feasible_front(study: Any) -> list[Any]:
     failure stand-ins, copied repeats, the finals' re-measurements or gated trials.
 
     Computed over those trials only (not filtered from Optuna's ``best_trials``: a lucky
-    re-measurement would hide the trial it re-measured), in O(n log n)."""
+    re-measurement would hide the trial it re-measured), in O(n log n). A configuration
+    that a launch on the final accuracy sample gated is not feasible
+    (:mod:`tuner.sweep._final_sample`)."""
     from optuna.trial import TrialState
 
-    rows = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    from tuner.study._pooled import final_verdicts
+    from tuner.study._pooled import shares
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    _, failed = final_verdicts(done, lambda t: t.user_attrs)
+    rows = [t for t in done
             if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate", "remeasure")
-            and all(v <= 0 for v in t.constraints.values())]
+            and all(v <= 0 for v in t.constraints.values())
+            and not (failed and shares(t.user_attrs.get("config") or {}, failed))]
     if not rows:
         return []
     if len(rows[0].values) == 1:
@@ -40,11 +48,20 @@ def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
     (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured. ``trials``:
     the study's summaries when the caller has them."""
     from tuner.study._pooled import feasible_estimates
+    from tuner.study._pooled import final_verified
+    from tuner.study._summary import summaries
 
-    est = [e for e in feasible_estimates(study, trials).values() if e.remeasured]
+    rows = trials if trials is not None else summaries(study)
+    verified = final_verified(rows)
+    est = [e for e in feasible_estimates(study, rows).values() if e.remeasured
+           and (verified is None or e.number in verified)]
     if est:
         confirmed = [e for e in est if e.unbiased]
         chosen = min(confirmed or est, key=lambda e: e.pooled_ms)
         return trial_at(study, chosen.number)
-    front = feasible_front(study)
+    front = [t for t in feasible_front(study) if verified is None or t.number in verified]
+    if not front and verified:          # nothing passed the final sample: the baseline
+        base = next((s for s in rows if s.role.value == "baseline" and s.number in verified),
+                    None)
+        return trial_at(study, base.number) if base is not None else None
     return min(front, key=lambda t: t.values[0]) if front else None

@@ -95,8 +95,45 @@ def feasible_estimates(study: Any, trials: list[TrialSummary] | None = None
     return {n: e for n, e in estimates(study, rows).items() if n in feasible}
 
 
+def final_verdicts(rows: list[Any], attrs: Any = lambda s: s.__dict__
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(passed, failed): the knob values (``numerics``) of the launches on the final
+    accuracy sample that the gate passed and refused. A verdict holds for every
+    configuration sharing those values: the other knobs are lossless. ``rows``: summaries,
+    or anything ``attrs`` maps to a dict with their fields (a FrozenTrial's user attrs)."""
+    passed: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for row in rows:
+        a = attrs(row)
+        if a.get("final_sample") and a.get("remeasure_of") is not None and (
+                a.get("state", "COMPLETE") == "COMPLETE"):
+            sig = a.get("numerics") or {}
+            (failed if a.get("gate") else passed).append(sig)
+    return passed, failed
+
+
+def shares(config: dict[str, Any], signatures: list[dict[str, Any]]) -> bool:
+    """Whether ``config`` has every value of one of ``signatures``."""
+    return any(all(config.get(k) == v for k, v in sig.items()) for sig in signatures)
+
+
+def final_verified(rows: list[TrialSummary]) -> set[int] | None:
+    """Measured configurations that the final accuracy sample passed (directly, or through
+    a configuration with the same numerics) and did not refuse; None when the study has no
+    final sample (``tuner sweep --final-questions``)."""
+    if not any(s.final_sample for s in rows):
+        return None
+    passed, failed = final_verdicts(rows)
+    return {s.number for s in rows if s.measured and shares(s.config, passed)
+            and not shares(s.config, failed)}
+
+
 def _feasible(rows: list[TrialSummary]) -> set[int]:
-    return {s.number for s in rows if s.measured and s.feasible}
+    """Measured feasible configurations, less those the final accuracy sample refused
+    (directly or through the same numerics): the larger sample overrules the screening."""
+    _, failed = final_verdicts(rows)
+    return {s.number for s in rows if s.measured and s.feasible
+            and not (failed and shares(s.config, failed))}
 
 
 def largest_capacity(study: Any, number: int, trials: list[TrialSummary] | None = None

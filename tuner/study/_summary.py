@@ -51,6 +51,10 @@ class TrialSummary:
     duplicate_of: int | None = None
     remeasure_of: int | None = None
     confirm: bool = False                        # a finals' confirmation launch of the pick
+    #: a finals launch on the final (larger) accuracy sample (``--final-questions``)
+    final_sample: bool = False
+    #: of a final-sample launch: the knob values its accuracy verdict holds for
+    numerics: dict[str, Any] | None = None
     retried: bool = False                        # a start-up failure launched once more
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
@@ -96,6 +100,7 @@ def summarize(trial: Any) -> TrialSummary:
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
+        final_sample=bool(a.get("final_sample")), numerics=a.get("numerics"),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),

@@ -31,6 +31,10 @@ from tuner.study import storage_problem
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
+from tuner.sweep._final_sample import FAILED
+from tuner.sweep._final_sample import PENDING
+from tuner.sweep._final_sample import final_baseline
+from tuner.sweep._final_sample import options_for
 from tuner.trial import EarlyStop
 from tuner.trial import TrialOptions
 from tuner.trial import TrialResult
@@ -57,6 +61,9 @@ class SweepSettings:
     #: judge a search trial after this share of its workload and stop it there when it is
     #: clearly slower than the best so far or its speculation collapsed (EarlyStop); 0: off
     early_stop: float = 0.0
+    #: GSM8K questions of the pick's confirmation launches and of one more baseline launch,
+    #: gated against each other (_final_sample.py); None: the screening sample
+    final_questions: int | None = None
     #: the options the user ran the sweep with, stored with the study (no secrets)
     options: dict[str, Any] | None = None
 
@@ -229,7 +236,18 @@ class Driver:
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
         finalist = self._finalist(baseline)
         if finalist is not None:
-            prop = self.sweep.remeasure(self._canonical, *finalist)
+            assert baseline is not None
+            number, confirm, held = finalist
+            final = self._final_questions() is not None
+            first = final_baseline(self.sweep.trials(), baseline.number) if final else None
+            if first == PENDING:
+                return False             # the confirmations wait for the baseline's run
+            if final and first is None:
+                prop = self.sweep.remeasure(self._canonical, baseline.number,
+                                            final_sample=True)
+            else:
+                prop = self.sweep.remeasure(self._canonical, number, confirm, held,
+                                            final_sample=final and first != FAILED)
         else:
             planned = None
             if self.plan is not None and baseline is not None:
@@ -252,9 +270,7 @@ class Driver:
                 return False
             return True
         self.repeats_in_a_row = 0
-        base_pq = baseline.per_question if baseline is not None else None
-        opts = TrialOptions(**{**self.options.__dict__, "baseline_per_question": base_pq,
-                               "early_stop": self._early_stop(prop, baseline)})
+        opts = self._options_for(prop, baseline)
         assert prop.config is not None
         job = TrialJob(key=prop.number, space=self.space, engine=self.engine,
                        config=prop.config, options=opts, deadline_s=self.s.deadline_s)
@@ -263,6 +279,14 @@ class Driver:
         self.started[prop.number] = time.monotonic()
         self.progress.last = f"#{prop.number} started: {prop.config.describe()}"
         return True
+
+    def _final_questions(self) -> int | None:
+        """The final sample's size when this sweep has one (a scored workload only)."""
+        return self.s.final_questions if self.options.workload.kind == "gsm8k" else None
+
+    def _options_for(self, prop: Proposal, baseline: TrialSummary | None) -> TrialOptions:
+        return options_for(self.options, prop.trial.user_attrs, baseline, self.sweep.trials,
+                           self._final_questions(), self._early_stop(prop, baseline))
 
     def _early_stop(self, prop: Proposal, baseline: TrialSummary | None) -> EarlyStop | None:
         """For a search trial once the baseline is measured: judge it against the best so

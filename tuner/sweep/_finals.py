@@ -65,6 +65,10 @@ class Finals:
         capacity knobs to set), or None when nothing is feasible yet. ``elapsed_s``: the
         sweep's time so far (a timed sweep's race ends at a share of its hours)."""
         est = feasible_estimates(None, rows)
+        if self.leader is not None and self.leader not in est:
+            self.leader = None      # gated on the final sample: the next finalist leads
+        if self.finalists is not None:
+            self.finalists = [n for n in self.finalists if n in est] or None
         if self.finalists is None:
             cands = sorted(est.values(), key=lambda e: e.tpot_ms)
             if not cands:

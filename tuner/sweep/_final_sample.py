@@ -1,0 +1,56 @@
+"""The final accuracy sample (``tuner sweep --final-questions N``).
+
+The search screens accuracy on a small GSM8K subset, where a drop of a few points goes
+unseen (McNemar's test on 30-60 paired questions rarely fires on 3 points). With a final
+sample, every finals launch (race and confirmation) runs ``N`` questions, and so does one
+more launch of the baseline, before them, so that each finalist is gated against the
+baseline on the same ``N`` questions. A finals launch that the gate refuses takes its
+configuration out of the feasible set (:func:`tuner.study.feasible_estimates`): the finals
+move on to the next finalist. Once a sweep has a final sample, only configurations that
+passed it (and the baseline) can be the pick (:func:`tuner.study.feasible_best`): when
+the budget ends before any did, the pick is the baseline, and the report says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tuner.study import Role
+from tuner.study import TrialSummary
+from tuner.trial import EarlyStop
+from tuner.trial import TrialOptions
+
+
+PENDING = "pending"
+FAILED = "failed"
+
+
+def final_baseline(rows: list[TrialSummary], baseline: int) -> TrialSummary | str | None:
+    """The baseline's launch on the final sample: its summary once measured, ``pending``
+    while queued or running, ``failed`` when it failed, None when there is none."""
+    runs = [s for s in rows if s.role == Role.REMEASURE and s.final_sample
+            and s.remeasure_of == baseline and not s.recovered]
+    done = [s for s in runs if s.state == "COMPLETE"]
+    if done:
+        return done[-1]
+    if any(s.state in ("WAITING", "RUNNING") for s in runs):
+        return PENDING
+    return FAILED if runs else None
+
+
+def options_for(options: TrialOptions, attrs: dict[str, Any], baseline: TrialSummary | None,
+                trials: Callable[[], list[TrialSummary]], final_questions: int | None,
+                early_stop: EarlyStop | None) -> TrialOptions:
+    """A trial's options (``attrs``: its stored attributes): judged against the baseline's
+    answers to the same questions; on the final sample, ``final_questions`` of them and the
+    baseline's final-sample launch's answers (none for that launch itself)."""
+    base_pq = baseline.per_question if baseline is not None else None
+    workload = options.workload
+    if attrs.get("final_sample") and baseline is not None and final_questions:
+        workload = workload.model_copy(update={"questions": final_questions})
+        first = final_baseline(trials(), baseline.number)
+        base_pq = (None if attrs.get("remeasure_of") == baseline.number
+                   else first.per_question if isinstance(first, TrialSummary) else None)
+    return TrialOptions(**{**options.__dict__, "workload": workload,
+                           "baseline_per_question": base_pq, "early_stop": early_stop})
