@@ -55,11 +55,11 @@ def sweep(
     startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
                                           "to be ready (default 1800; scaled for the "
                                           "simulator)"),
-    final_questions: int = typer.Option(None, min=1, max=1319, help="GSM8K questions of the "
-                                        "pick's confirmation launches and of one more "
-                                        "baseline launch, gated against each other (a drop "
-                                        "the small screening sample cannot see); default: "
-                                        "the screening sample"),
+    final_questions: int = typer.Option(None, min=1, max=1319, help="GSM8K questions of every "
+                                        "finals launch and of one more baseline launch, "
+                                        "gated against each other (a drop the small "
+                                        "screening sample cannot see); only what passes can "
+                                        "be the pick; default: the screening sample"),
     early_stop: float = typer.Option(0.0, min=0.0, max=0.9, help="judge each search trial "
                                      "after this share of its workload and stop it there "
                                      "when it is clearly slower than the best so far or its "
