@@ -66,11 +66,12 @@ def log(msg: str) -> None:
 
 class Faults:
     """Injected faults: ``TUNER_SIM_FAULTS`` (a JSON list of ``{"kind", "when", ...}``) or
-    ``TUNER_SIM_FAULT`` (``kind[:arg]``). ``when`` maps resolved server-arg names to a
-    value or list of values; all must match for the fault to apply."""
+    ``TUNER_SIM_FAULT`` (``kind[:arg]``). ``when`` maps resolved server-arg names (or the
+    server's environment variables) to a value or list of values; all must match for the
+    fault to apply."""
 
     KINDS = ("crash_at_start", "oom_at_start", "crash_after", "hang", "ignore_flag",
-             "slow_start")
+             "slow_start", "accuracy_drop")
 
     def __init__(self, env: dict[str, str]) -> None:
         items: list[dict[str, Any]] = []
@@ -84,6 +85,7 @@ class Faults:
                 raise SystemExit(f"TUNER_SIM_FAULTS: unknown fault {f.get('kind')!r}; "
                                  f"expected one of {', '.join(self.KINDS)}")
         self.items = items
+        self.env = env
 
     def active(self, resolved: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out = {}
@@ -91,7 +93,7 @@ class Faults:
             ok = True
             for k, v in (f.get("when") or {}).items():
                 allowed = v if isinstance(v, list) else [v]
-                if resolved.get(k) not in allowed:
+                if (resolved[k] if k in resolved else self.env.get(k)) not in allowed:
                     ok = False
             if ok:
                 out[f["kind"]] = f
@@ -152,6 +154,9 @@ class SimServer:
             self._die(exc.exc_type, exc.message)
         a = res.args
         faults = self.faults.active(a)
+        #: ``accuracy_drop`` (arg: points): GSM8K accuracy that much lower, the same
+        #: questions every launch (docs/simulator.md)
+        self.accuracy_drop_pp = float(faults.get("accuracy_drop", {}).get("arg") or 0.0)
         if "ignore_flag" in faults:
             self._ignore_flag(a, str(faults["ignore_flag"].get("arg", "")))
         self.args = a
@@ -349,7 +354,7 @@ class SimServer:
             acc += g.accuracy_delta_pp.get("humming_w4a8", 0.0) / 100
         if self.settings.lm_head == "fp8":
             acc += g.accuracy_delta_pp.get("lm_head_fp8", 0.0) / 100
-        return acc
+        return acc - getattr(self, "accuracy_drop_pp", 0.0) / 100
 
     def _cached(self, text: str) -> int:
         best = 0

@@ -204,3 +204,22 @@ def test_cli_trial_json_and_exit_codes(tmp_path: Path) -> None:
     assert r.gate is not None and not r.gate.passed
     assert TrialResult.model_validate_json(out.read_text()) == r
     assert r.schema_version == 1 and len(r.requests) == 6
+
+
+def test_an_injected_accuracy_drop_is_unseen_on_30_questions_and_caught_on_400(
+        tmp_path: Path) -> None:
+    """The simulator's ``accuracy_drop`` fault: 3 points off the FP8-head configurations, on
+    the same questions every launch; the gate needs the larger sample to see it."""
+    fp8 = {"moe_backend": "humming", "lm_head": "fp8"}
+    drop = [{"kind": "accuracy_drop", "arg": 3, "when": {"SGLANG_ENABLE_FP8_LM_HEAD": "1"}}]
+    verdicts = {}
+    for n in (30, 400):
+        wl = {"questions": n}
+        base = trial(tmp_path / f"b{n}", fp8 | {"lm_head": "bf16"}, workload=wl,
+                     scale=1000.0, faults=drop)          # bf16: the fault does not apply
+        lossy = trial(tmp_path / f"w{n}", fp8, workload=wl, scale=1000.0, faults=drop,
+                      baseline_per_question=base.aggregates.per_question)  # type: ignore[union-attr]
+        assert lossy.ok and base.ok
+        assert lossy.aggregates.accuracy < base.aggregates.accuracy  # type: ignore[union-attr,operator]
+        verdicts[n] = [r.rule for r in lossy.gate.fired()]  # type: ignore[union-attr]
+    assert verdicts == {30: [], 400: ["accuracy_drop"]}, verdicts
