@@ -2,6 +2,11 @@
 with the final accuracy sample (``--final-questions 1000``).
 
     .venv/bin/python benchmarks/final_sample.py --trials 30
+    .venv/bin/python benchmarks/final_sample.py --simulator --seeds 3 --final 400
+
+``--simulator``: real ``tuner sweep`` runs on the simulator instead (the README's sweep:
+30 GSM8K questions, local runner) with its ``accuracy_drop`` fault on every FP8 LM-head
+configuration, once without and once with ``--final-questions``.
 
 The product's driver, finals, gate and pick, with the model-backed runner
 (tests/sweep_tests/model_runner.py) whose FP8 LM-head configurations, the fastest family,
@@ -25,12 +30,49 @@ from tuner.study import feasible_best
 from tuner.study import summarize
 
 
+ROOT = Path(__file__).resolve().parent.parent
+DROP = '[{"kind": "accuracy_drop", "arg": 3, "when": {"SGLANG_ENABLE_FP8_LM_HEAD": "1"}}]'
+
+
+def simulated_pick(tmp: Path, seed: int, trials: int, final: int | None) -> str:
+    import subprocess
+
+    import optuna
+
+    db = tmp / "s.db"
+    subprocess.run([sys.executable, "-m", "tuner", "sweep",
+                    str(ROOT / "search_spaces" / "ling-3.0-flash-dgx-spark.yaml"),
+                    "--engine", "sim", "--gsm8k", str(ROOT.parent / "shared" / "data" / "gsm8k"),
+                    "--trials", str(trials), "--questions", "30", "--seed", str(seed),
+                    "--sim-faults", DROP, "--ray-address", "none", "--storage", str(db),
+                    "--study", "s", "--workdir", str(tmp / "runs"),
+                    *(["--final-questions", str(final)] if final else [])],
+                   check=True, capture_output=True, cwd=tmp)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    pick = summarize(feasible_best(optuna.load_study(study_name="s",
+                                                     storage=f"sqlite:///{db}")))
+    return "baseline" if pick.role.value == "baseline" else str(pick.config["lm_head"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--final", type=int, default=1000, help="final sample size")
+    ap.add_argument("--simulator", action="store_true")
     a = ap.parse_args()
-    for final in (None, 1000):
+    if a.simulator:
+        for final in (None, a.final):
+            picks = []
+            for seed in range(a.seeds):
+                with tempfile.TemporaryDirectory() as tmp:
+                    picks.append(simulated_pick(Path(tmp), seed, a.trials, final))
+                print(f"simulator seed {seed} final_questions {final}: pick {picks[-1]}",
+                      flush=True)
+            print(f"simulator, trials {a.trials}, final_questions {final}: fp8 (the 3-point "
+                  f"drop) in {picks.count('fp8')} of {a.seeds}", flush=True)
+        return
+    for final in (None, a.final):
         picks = []
         for seed in range(a.seeds):
             with tempfile.TemporaryDirectory() as tmp:
