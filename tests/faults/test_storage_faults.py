@@ -16,6 +16,8 @@ from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.postgres_server import PASSWORD
 from tests.postgres_server import postgres_server
+from tests.sweep_tests import marked_env
+from tests.sweep_tests import new_mark
 from tests.sweep_tests.test_sweep import SLOW_START
 from tests.sweep_tests.test_sweep import leftovers
 from tests.sweep_tests.test_sweep import young_server
@@ -28,7 +30,7 @@ STUDY = "ling-3.0-flash-dgx-spark"
 
 def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
         tmp_path: Path) -> None:
-    t0 = time.time()
+    t0, mark = time.time(), new_mark()
     with postgres_server() as server:
         argv = tuner_argv("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
                           "--storage", server.url, "--artifacts", str(tmp_path / "art"),
@@ -36,7 +38,7 @@ def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
                           "--questions", "6", "--time-scale", "300", "--seed", "3",
                           "--ray-address", "none", "--sim-faults", SLOW_START)
         first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
+                                 text=True, env=marked_env(mark))
         storage = driver_url(server.url)
         done_at = None
         deadline = time.time() + 300
@@ -49,7 +51,7 @@ def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
                     continue
                 if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
                     done_at = time.time()
-            elif young_server(done_at, 2.0):
+            elif young_server(done_at, 2.0, mark):
                 break
         before = {t.number: (t.state, t.values) for t in
                   optuna.load_study(study_name=STUDY, storage=storage).get_trials()}
@@ -59,7 +61,7 @@ def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
         assert "the study's storage failed mid-run" in err and "Traceback" not in err
         assert err.strip().count("\n") == 0 and PASSWORD not in out + err
         time.sleep(5)
-        assert leftovers(t0) == []                       # the trial and its server are gone
+        assert leftovers(t0, mark) == []                 # the trial and its server are gone
         server.start()
         again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         assert again.returncode == 0, again.stdout + again.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import estimates
 from tuner.study import feasible_best
+from tuner.study import feasible_estimates
 from tuner.study import largest_capacity
 from tuner.study import summaries
 from tuner.sweep._base import TrialJob
@@ -197,3 +199,30 @@ def test_a_timed_sweep_races_then_confirms_in_the_last_third_of_its_finals() -> 
     assert f.choose(rows, elapsed_s=0.75 * 3600)[1] is False
     assert f.choose(rows, elapsed_s=0.89 * 3600)[1] is False
     assert f.choose(rows, elapsed_s=0.91 * 3600)[1] is True
+
+
+def test_a_final_sample_verdict_holds_for_the_same_numerics() -> None:
+    from tuner.study._pooled import final_verified
+
+    def cfg(lm: str, steps: int) -> dict:
+        return {"lm_head": lm, "speculative": "NEXTN", "spec_steps": steps}
+
+    def final(number: int, of: int, lm: str, gate: list[str], state: str = "COMPLETE"
+              ) -> TrialSummary:
+        return TrialSummary(number=number, state=state, role=Role.REMEASURE,
+                            values=[17.0, 0.9], feasible=not gate, tpot_ms=17.0,
+                            remeasure_of=of, final_sample=True, numerics={"lm_head": lm},
+                            gate=gate, config=cfg(lm, 2))
+
+    rows = [_row(0, 26.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.2), _row(3, 18.0)]
+    rows = [dataclasses.replace(r, config=c) for r, c in zip(rows, [
+        {"lm_head": "fp32"}, cfg("fp8", 2), cfg("fp8", 3), cfg("bf16", 2)], strict=True)]
+    assert final_verified(rows) is None                      # no final sample: no say
+    failed_base = [*rows, final(4, 0, "fp32", [], state="FAIL")]
+    assert final_verified(failed_base) is None               # nothing measured on it
+    judged = [*rows, final(4, 0, "fp32", []), final(5, 1, "fp8", ["accuracy_drop"]),
+              final(6, 3, "bf16", [])]
+    assert final_verified(judged) == {0, 3}
+    est = feasible_estimates(None, judged)
+    assert 1 not in est and 2 not in est                     # #2 shares #1's numerics
+    assert 3 in est

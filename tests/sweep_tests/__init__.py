@@ -26,3 +26,28 @@ def assert_only_measurements_complete(study: optuna.Study) -> None:
         source = study.trials[t.user_attrs.get("duplicate_of", t.number)]
         assert source.user_attrs.get("tpot_ms") == t.values[0], t.number
         assert source.user_attrs.get("tuner:role") in ("baseline", "trial", "remeasure")
+
+
+def carries(pid: int, mark: str) -> bool:
+    """Whether process ``pid``'s environment holds ``mark`` (``NAME=value``). Read raw: Ray's
+    process titles overwrite the start of the environment block."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return mark.encode() in fh.read()
+    except OSError:
+        return False
+
+
+def new_mark() -> str:
+    """A ``NAME=value`` to put in a test's driver environment: every process it starts
+    inherits it, so the test finds its own processes, not another test run's."""
+    import uuid
+
+    return f"TUNER_TEST_MARK={uuid.uuid4().hex}"
+
+
+def marked_env(mark: str) -> dict[str, str]:
+    import os
+
+    name, value = mark.split("=", 1)
+    return {**os.environ, name: value}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import psutil
@@ -16,6 +15,8 @@ import pytest
 
 from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
+from tests.sweep_tests import carries
+from tests.sweep_tests import new_mark
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.study import summaries
@@ -32,15 +33,8 @@ pytestmark = pytest.mark.slow
 
 def _marked(mark: str) -> list[int]:
     """Live (non-zombie) processes whose environment carries ``mark``."""
-    out = []
-    for p in psutil.process_iter(["status"]):
-        try:
-            with open(f"/proc/{p.pid}/environ", "rb") as fh:
-                if mark.encode() in fh.read() and p.info["status"] != psutil.STATUS_ZOMBIE:
-                    out.append(p.pid)
-        except OSError:
-            continue
-    return out
+    return [p.pid for p in psutil.process_iter(["status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and carries(p.pid, mark)]
 
 
 def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: Path) -> None:
@@ -51,7 +45,7 @@ def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: 
     cluster.wait_for_nodes()
     nodes = {"first": first.node_id}
     serving: list[int] = []
-    mark = f"TUNER_TEST_MARK={uuid.uuid4().hex}"
+    mark = new_mark()
 
     class MovingCluster(RayRunner):
         """On the third launch (on the first node, the only one with a slot): a second node

@@ -17,6 +17,9 @@ from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.sweep_tests import assert_every_constraint_set
 from tests.sweep_tests import assert_only_measurements_complete
+from tests.sweep_tests import carries
+from tests.sweep_tests import marked_env
+from tests.sweep_tests import new_mark
 from tuner.study import feasible_front
 from tuner.study._record import ROLE
 
@@ -37,21 +40,24 @@ def load(tmp: Path) -> optuna.Study:
                              storage=f"sqlite:///{tmp / 's.db'}")
 
 
-def leftovers(since: float) -> list[str]:
-    """Processes of ours started after ``since`` that are still running."""
+def leftovers(since: float, mark: str) -> list[str]:
+    """Processes of this test (their environment carries ``mark``: the driver's, inherited)
+    started after ``since`` that are still running: another test run's are not ours."""
     out = []
     for p in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
         cmd = " ".join(p.info["cmdline"] or [])
         if p.info["create_time"] < since or p.info["status"] == psutil.STATUS_ZOMBIE:
             continue
-        if "tuner_sim" in cmd or "ray::" in cmd or "raylet" in cmd or "gcs_server" in cmd:
+        if ("tuner_sim" in cmd or "ray::" in cmd or "raylet" in cmd or "gcs_server" in cmd
+                ) and carries(p.info["pid"], mark):
             out.append(f"{p.info['pid']} {cmd[:80]}")
     return out
 
 
 def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> None:
-    t0 = time.time()
-    proc = subprocess.run(sweep_argv(tmp_path), capture_output=True, text=True, timeout=600)
+    t0, mark = time.time(), new_mark()
+    proc = subprocess.run(sweep_argv(tmp_path), capture_output=True, text=True, timeout=600,
+                          env=marked_env(mark))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Pareto front" in proc.stdout
     study = load(tmp_path)
@@ -71,7 +77,7 @@ def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> Non
         assert t.user_attrs.get("feasible") is True
     assert study.user_attrs["tuner:driver_lock"] == {}
     time.sleep(2)
-    assert leftovers(t0) == []
+    assert leftovers(t0, mark) == []
 
 
 #: Every server takes 4 s of wall time to start (1,200 machine s at time scale 300): a trial
@@ -79,19 +85,21 @@ def test_sweep_runs_records_and_leaves_a_consistent_study(tmp_path: Path) -> Non
 SLOW_START = json.dumps([{"kind": "slow_start", "seconds": 1200}])
 
 
-def young_server(after: float, younger_than: float) -> bool:
-    """Whether a simulator server started after ``after`` has been up under ``younger_than``
-    seconds (under SLOW_START it is still starting: its trial runs for seconds more)."""
+def young_server(after: float, younger_than: float, mark: str) -> bool:
+    """Whether a simulator server of this test (``mark``) started after ``after`` has been
+    up under ``younger_than`` seconds (under SLOW_START it is still starting: its trial runs
+    for seconds more)."""
     now = time.time()
-    for p in psutil.process_iter(["cmdline", "create_time", "status"]):
+    for p in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
         cmd = " ".join(p.info["cmdline"] or [])
         if ("tuner_sim" in cmd and p.info["status"] != psutil.STATUS_ZOMBIE
-                and after < p.info["create_time"] and now - p.info["create_time"] < younger_than):
+                and after < p.info["create_time"] and now - p.info["create_time"] < younger_than
+                and carries(p.info["pid"], mark)):
             return True
     return False
 
 
-def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str]) -> None:
+def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: str) -> None:
     """SIGKILL ``driver`` while a trial after the first completed one is surely mid-run: its
     server (started after a trial completed) is younger than half SLOW_START's 4 s."""
     deadline = time.time() + 300
@@ -105,7 +113,7 @@ def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str]) -> None:
                 continue
             if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
                 done_at = time.time()
-        elif young_server(done_at, 2.0):
+        elif young_server(done_at, 2.0, mark):
             driver.send_signal(signal.SIGKILL)
             driver.wait()
             return
@@ -117,17 +125,19 @@ def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str]) -> None:
 @pytest.mark.parametrize("runner", [[], ["--ray-address", "none"]], ids=["ray", "local"])
 def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
                                                                   runner: list[str]) -> None:
-    t0 = time.time()
+    t0, mark = time.time(), new_mark()
     argv = sweep_argv(tmp_path, *runner, "--sim-faults", SLOW_START, trials=6)
     log = (tmp_path / "first.log").open("w")
-    first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True)
-    kill_during_a_later_trial(tmp_path, first)
+    first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True,
+                             env=marked_env(mark))
+    kill_during_a_later_trial(tmp_path, first, mark)
     before = {t.number: (t.state, t.values) for t in load(tmp_path).get_trials()}
     interrupted = [n for n, (s, _) in before.items() if s == optuna.trial.TrialState.RUNNING]
     assert interrupted
     time.sleep(5)                 # the reaper ends the dead driver's trials, servers and Ray
-    assert leftovers(t0) == []
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert leftovers(t0, mark) == []
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env=marked_env(mark))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     study = load(tmp_path)
     after = {t.number: t for t in study.get_trials()}
@@ -147,7 +157,7 @@ def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path
                and not t.user_attrs.get("recovered") and t.state.is_finished()]
     assert len(counted) == 6                # the budget (measured configurations), both runs
     time.sleep(2)
-    assert leftovers(t0) == []
+    assert leftovers(t0, mark) == []
 
 
 def test_second_driver_is_refused(tmp_path: Path) -> None:

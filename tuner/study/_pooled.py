@@ -120,8 +120,8 @@ def shares(config: dict[str, Any], signatures: list[dict[str, Any]]) -> bool:
 def final_verified(rows: list[TrialSummary]) -> set[int] | None:
     """Measured configurations that the final accuracy sample passed (directly, or through
     a configuration with the same numerics) and did not refuse; None when the study has no
-    final sample (``tuner sweep --final-questions``)."""
-    if not any(s.final_sample for s in rows):
+    final sample that measured something (``tuner sweep --final-questions``)."""
+    if not any(s.final_sample and s.state == "COMPLETE" for s in rows):
         return None
     passed, failed = final_verdicts(rows)
     return {s.number for s in rows if s.measured and shares(s.config, passed)
