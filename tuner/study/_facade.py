@@ -62,6 +62,9 @@ class Proposal:
     config: Config | None = None
     config_hash: str | None = None
     trial: Any = field(default=None, repr=False)
+    #: a finals launch on the final accuracy sample, and the trial it launches again
+    final_sample: bool = False
+    remeasure_of: int | None = None
 
 
 class SweepStudy:
@@ -218,7 +221,9 @@ class SweepStudy:
             self._waiting.setdefault(h, []).append(trial)
             return Proposal(trial.number, Role.DUPLICATE, "wait", config, h, trial=trial)
         self._inflight[h] = trial.number
-        return Proposal(trial.number, role, "run", config, h, trial=trial)
+        return Proposal(trial.number, role, "run", config, h, trial=trial,
+                        final_sample=bool(trial.user_attrs.get("final_sample")),
+                        remeasure_of=trial.user_attrs.get("remeasure_of"))
 
     def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
                ) -> str:

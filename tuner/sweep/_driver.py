@@ -285,7 +285,7 @@ class Driver:
         return self.s.final_questions if self.options.workload.kind == "gsm8k" else None
 
     def _options_for(self, prop: Proposal, baseline: TrialSummary | None) -> TrialOptions:
-        return options_for(self.options, prop.trial.user_attrs, baseline, self.sweep.trials,
+        return options_for(self.options, prop, baseline, self.sweep.trials,
                            self._final_questions(), self._early_stop(prop, baseline))
 
     def _early_stop(self, prop: Proposal, baseline: TrialSummary | None) -> EarlyStop | None:

@@ -14,8 +14,8 @@ the budget ends before any did, the pick is the baseline, and the report says so
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from tuner.study import Proposal
 from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.trial import EarlyStop
@@ -39,18 +39,18 @@ def final_baseline(rows: list[TrialSummary], baseline: int) -> TrialSummary | st
     return FAILED if runs else None
 
 
-def options_for(options: TrialOptions, attrs: dict[str, Any], baseline: TrialSummary | None,
+def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | None,
                 trials: Callable[[], list[TrialSummary]], final_questions: int | None,
                 early_stop: EarlyStop | None) -> TrialOptions:
-    """A trial's options (``attrs``: its stored attributes): judged against the baseline's
+    """The options of ``prop``'s launch: judged against the baseline's
     answers to the same questions; on the final sample, ``final_questions`` of them and the
     baseline's final-sample launch's answers (none for that launch itself)."""
     base_pq = baseline.per_question if baseline is not None else None
     workload = options.workload
-    if attrs.get("final_sample") and baseline is not None and final_questions:
+    if prop.final_sample and baseline is not None and final_questions:
         workload = workload.model_copy(update={"questions": final_questions})
         first = final_baseline(trials(), baseline.number)
-        base_pq = (None if attrs.get("remeasure_of") == baseline.number
+        base_pq = (None if prop.remeasure_of == baseline.number
                    else first.per_question if isinstance(first, TrialSummary) else None)
     return TrialOptions(**{**options.__dict__, "workload": workload,
                            "baseline_per_question": base_pq, "early_stop": early_stop})
