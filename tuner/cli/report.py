@@ -35,18 +35,24 @@ def report(
         data.trials[cols].to_csv(csv, index=False)
     if html is not None:
         from tuner.report import display_table
+        from tuner.report import final_table
         from tuner.report import render
 
-        html.write_text(render(data, {"Pareto front": display_table(front),
-                                      "Leaderboard": display_table(board),
-                                      "Failures by reason": data.failures(),
-                                      "Per-knob effects": data.knob_effects()}))
+        tables = {"Pareto front": display_table(front), "Leaderboard": display_table(board),
+                  "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
+        if data.accuracy is not None and data.accuracy.final_rows:
+            tables["Final accuracy sample"] = final_table(data.accuracy)
+        html.write_text(render(data, tables))
     if json_:
+        from tuner.report import as_dict
+
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
                                "failures": data.failures().to_dict(orient="records"),
-                               "importance": data.importance},
+                               "importance": data.importance,
+                               "accuracy_gate": as_dict(data.accuracy)
+                               if data.accuracy is not None else None},
                               indent=2, default=str))
         return
     print_tables(console(), data, front, board)

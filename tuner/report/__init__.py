@@ -1,5 +1,8 @@
 """Reports: the front, the leaderboard, failures, per-knob effects, plots."""
 
+from tuner.report._accuracy import AccuracyGate
+from tuner.report._accuracy import as_dict
+from tuner.report._accuracy import final_table
 from tuner.report._data import StudyData
 from tuner.report._data import collect
 from tuner.report._html import render
@@ -9,5 +12,15 @@ from tuner.report._tables import leaderboard
 from tuner.report._tables import print_tables
 
 
-__all__ = ["StudyData", "collect", "display_table", "front_table", "leaderboard", "print_tables",
-           "render"]
+__all__ = [
+           "AccuracyGate",
+           "StudyData",
+           "as_dict",
+           "collect",
+           "display_table",
+           "final_table",
+           "front_table",
+           "leaderboard",
+           "print_tables",
+           "render",
+]

@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 
 from tuner.errors import clip
+from tuner.report._accuracy import AccuracyGate
+from tuner.report._accuracy import accuracy_gate
 from tuner.space import value_key
 from tuner.study import Role
 from tuner.study import TrialSummary
@@ -46,6 +48,8 @@ class StudyData:
     #: knob -> importance for TPOT over the measured configurations (PED-ANOVA, sums to 1);
     #: empty when there are too few of them (:func:`tpot_importance`).
     importance: dict[str, float] = field(default_factory=dict)
+    #: the accuracy gate's comparisons and their power (None: no accuracy objective)
+    accuracy: AccuracyGate | None = None
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -140,14 +144,30 @@ def collect(study: Any) -> StudyData:
     front = frozenset(t.number for t in feasible_front(study))
     df = _typed(df, knobs, front, baseline)
     pick = feasible_best(study, every)
+    with_accuracy = len(study.directions) > 1
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context_of(study).simulated,
-                     with_accuracy=len(study.directions) > 1,
+                     with_accuracy=with_accuracy,
                      front_numbers=front,
                      pick_number=pick.number if pick is not None else None,
                      tie_numbers=frozenset(ties_with(study, pick.number, every))
                      if pick is not None else frozenset(),
-                     importance=tpot_importance(study, df))
+                     importance=tpot_importance(study, df),
+                     accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
+                     if with_accuracy else None)
+
+
+def _gate(study: Any) -> Any:
+    """The gate the sweep applied: the stored space's (the defaults when it has none)."""
+    from tuner.errors import UserError
+    from tuner.space import Gate
+    from tuner.space import parse_space
+
+    text = context_of(study).space_yaml
+    try:
+        return parse_space(text, file="the stored space").spec.gate if text else Gate()
+    except UserError:
+        return Gate()
 
 
 def _typed(df: pd.DataFrame, knobs: list[str], front: frozenset[int],

@@ -240,6 +240,8 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     counts = data.trials["kind"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("feasible", "gated", "failed"))
     table_html = _html_tables(tables)
+    gate = ("" if data.accuracy is None else "<h2>Accuracy gate</h2><ul>" + "".join(
+        f"<li>{html.escape(line)}</li>" for line in data.accuracy.sentences()) + "</ul>")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>tuner report: {html.escape(data.name)}</title>
 <script>{get_plotlyjs()}</script>
@@ -251,5 +253,6 @@ th{{background:#f3f3f3}}</style></head>
 (decode time / decode tokens); accept length is this trial's tokens / verify rounds;
 accuracy is exact match of the final number on a fixed, seeded GSM8K subset.</p>
 {''.join(parts)}
+{gate}
 {table_html}
 </body></html>"""

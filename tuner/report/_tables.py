@@ -122,6 +122,20 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
         for _, r in fails.iterrows():
             t.add_row(*(str(r[c]) for c in fails.columns))
         out.print(t)
+    if data.accuracy is not None:
+        from tuner.report._accuracy import final_table
+
+        out.print("[bold]Accuracy gate[/]")
+        for line in data.accuracy.sentences():
+            out.print(f"  {line}")
+        fin = final_table(data.accuracy)
+        if not fin.empty:
+            t = Table(title="Final accuracy sample (each finals launch vs the baseline's)")
+            for col in fin.columns:
+                t.add_column(col, overflow="fold")
+            for _, r in fin.iterrows():
+                t.add_row(*(str(r[c]) for c in fin.columns))
+            out.print(t)
     eff = data.knob_effects()
     if not eff.empty:
         t = Table(title="Per-knob effects (feasible trials' TPOT)")

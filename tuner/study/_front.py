@@ -8,21 +8,23 @@ from tuner.study._record import ROLE
 from tuner.study._record import trial_at
 
 
-def feasible_front(study: Any) -> list[Any]:
+def feasible_front(study: Any, refused: list[dict[str, Any]] | None = None) -> list[Any]:
     """The Pareto front (min TPOT, max accuracy) of the feasible, measured trials: never
     failure stand-ins, copied repeats, the finals' re-measurements or gated trials.
 
     Computed over those trials only (not filtered from Optuna's ``best_trials``: a lucky
     re-measurement would hide the trial it re-measured), in O(n log n). A configuration
     that a launch on the final accuracy sample gated is not feasible
-    (:mod:`tuner.sweep._final_sample`)."""
+    (:mod:`tuner.sweep._final_sample`); ``refused``: those verdicts' signatures when the
+    caller has them (:func:`tuner.study._pooled.final_verdicts`)."""
     from optuna.trial import TrialState
 
     from tuner.study._pooled import final_verdicts
     from tuner.study._pooled import shares
 
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    _, failed = final_verdicts(done, lambda t: t.user_attrs)
+    failed = refused if refused is not None else final_verdicts(
+        done, lambda t: t.user_attrs)[1]
     rows = [t for t in done
             if t.user_attrs.get(ROLE) not in ("failure_twin", "duplicate", "remeasure")
             and all(v <= 0 for v in t.constraints.values())
@@ -48,7 +50,9 @@ def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
     (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured. ``trials``:
     the study's summaries when the caller has them."""
     from tuner.study._pooled import feasible_estimates
+    from tuner.study._pooled import final_verdicts
     from tuner.study._pooled import final_verified
+    from tuner.study._summary import Role
     from tuner.study._summary import summaries
 
     rows = trials if trials is not None else summaries(study)
@@ -59,9 +63,10 @@ def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
         confirmed = [e for e in est if e.unbiased]
         chosen = min(confirmed or est, key=lambda e: e.pooled_ms)
         return trial_at(study, chosen.number)
-    front = [t for t in feasible_front(study) if verified is None or t.number in verified]
+    front = [t for t in feasible_front(study, final_verdicts(rows)[1])
+             if verified is None or t.number in verified]
     if not front and verified:          # nothing passed the final sample: the baseline
-        base = next((s for s in rows if s.role.value == "baseline" and s.number in verified),
+        base = next((s for s in rows if s.role == Role.BASELINE and s.number in verified),
                     None)
         return trial_at(study, base.number) if base is not None else None
     return min(front, key=lambda t: t.values[0]) if front else None

@@ -1,0 +1,160 @@
+"""What the accuracy gate could see: each paired comparison with the baseline and its power.
+
+Screening compares every measured trial with the baseline's first launch on the space's
+few questions; the final sample (``tuner sweep --final-questions``) compares every finals
+launch with the baseline's own launch on the larger sample. For each, the report states
+the paired figures and the smallest true drop the gate would refuse with 80% probability
+at that sample size and the discordance seen (:func:`tuner.trial.detectable_drop`), so a
+reader knows what "passed" rules out and what it does not.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner.space import Gate
+from tuner.study import Role
+from tuner.study import TrialSummary
+
+
+POWER = 0.8
+
+
+@dataclass
+class Stage:
+    """One kind of comparison (``screening`` or ``final``) and what it could detect."""
+
+    name: str
+    launches: int = 0                    # comparisons made
+    questions: int = 0                   # the typical (median) number of paired questions
+    discordance: float | None = None     # median share of questions answered differently
+    detectable_pp: float | None = None   # 80%-power drop at those two medians (None: none)
+    refused: int = 0
+
+    def sentence(self, gate: Gate) -> str:
+        if not self.launches:
+            return f"{self.name}: no comparison with the baseline was made"
+        head = (f"{self.name}: {self.launches} comparison(s) on {self.questions} paired "
+                f"questions, {self.refused} refused")
+        if self.discordance is None:
+            return head + "; every configuration answered exactly as the baseline did"
+        power = (f"a true drop of {self.detectable_pp:.1f} pp is refused with "
+                 f"{POWER:.0%} probability" if self.detectable_pp is not None else
+                 f"no drop is refused with {POWER:.0%} probability")
+        return (f"{head}; with {self.discordance:.1%} of answers differing, {power} "
+                f"(the gate: drop > {gate.max_accuracy_drop_pp:g} pp and one-sided "
+                f"McNemar p < {gate.mcnemar_alpha:g})")
+
+
+@dataclass
+class AccuracyGate:
+    gate: Gate
+    screening: Stage
+    final: Stage
+    #: one row per finals launch on the final sample: its figures against the baseline's
+    final_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: the pick's own comparison (its last on the final sample, else its screening one)
+    pick: dict[str, Any] | None = None
+
+    def sentences(self) -> list[str]:
+        lines = [self.screening.sentence(self.gate)]
+        if self.final.launches:
+            lines.append(self.final.sentence(self.gate))
+        else:
+            lines.append("no final accuracy sample (tuner sweep --final-questions N): the "
+                         "pick's accuracy rests on the screening above")
+        if self.pick is not None:
+            p = self.pick
+            where = "the final sample" if p.get("launch") is not None else "screening"
+            power = (f"{POWER:.0%} power against a drop of {p['detectable_pp']:.1f} pp"
+                     if p["detectable_pp"] else
+                     "answers identical to the baseline's" if not p["discordance"] else
+                     f"under {POWER:.0%} power against any drop")
+            lines.append(f"the pick #{p['trial']}: {p['drop_pp']:+.2f} pp vs the baseline on "
+                         f"{where}'s {p['questions']} paired questions (one-sided p = "
+                         f"{p['p_drop']:.3g}; {power})")
+        return lines
+
+
+def _compare(base: dict[str, bool], other: dict[str, bool], gate: Gate) -> dict[str, Any]:
+    from tuner.trial import detectable_drop
+    from tuner.trial import paired_accuracy
+
+    pa = paired_accuracy(base, other)
+    r = (pa.base_only + pa.trial_only) / pa.pairs if pa.pairs else 0.0
+    return {"questions": pa.pairs, "drop_pp": pa.drop_pp, "base_only": pa.base_only,
+            "trial_only": pa.trial_only, "p_drop": pa.p_drop, "discordance": r,
+            "detectable_pp": detectable_drop(pa.pairs, r, gate, POWER) if r else None}
+
+
+def _stage(name: str, rows: list[dict[str, Any]], gate: Gate) -> Stage:
+    from tuner.trial import detectable_drop
+
+    if not rows:
+        return Stage(name)
+    n = int(statistics.median(r["questions"] for r in rows))
+    differing = [r["discordance"] for r in rows if r["discordance"] > 0]
+    r = statistics.median(differing) if differing else None
+    return Stage(name, launches=len(rows), questions=n, discordance=r,
+                 detectable_pp=detectable_drop(n, r, gate, POWER) if r else None,
+                 refused=sum(bool(x["refused"]) for x in rows))
+
+
+def accuracy_gate(rows: list[TrialSummary], gate: Gate, pick: int | None = None
+                  ) -> AccuracyGate:
+    """The screening and final-sample comparisons of ``rows`` (a study's summaries), and
+    trial ``pick``'s own (none for the baseline itself)."""
+    base = next((s for s in rows if s.role == Role.BASELINE and s.state == "COMPLETE"
+                 and s.per_question), None)
+    screening: list[dict[str, Any]] = []
+    final: list[dict[str, Any]] = []
+    if base is not None:
+        assert base.per_question is not None
+        for s in rows:
+            if (s.role == Role.TRIAL and s.measured and s.state == "COMPLETE"
+                    and s.per_question):
+                screening.append({"trial": s.number,
+                                  **_compare(base.per_question, s.per_question, gate),
+                                  "refused": "accuracy_drop" in s.gate})
+        fb = [s for s in rows if s.role == Role.REMEASURE and s.final_sample
+              and s.remeasure_of == base.number and s.state == "COMPLETE" and s.per_question]
+        if fb:
+            ref = fb[-1].per_question
+            assert ref is not None
+            for s in rows:
+                if (s.role == Role.REMEASURE and s.final_sample and s.state == "COMPLETE"
+                        and s.remeasure_of != base.number and s.per_question):
+                    final.append({"trial": s.remeasure_of, "launch": s.number,
+                                  **_compare(ref, s.per_question, gate),
+                                  "refused": "accuracy_drop" in s.gate})
+    mine = [r for r in final if r["trial"] == pick] or [
+        r for r in screening if r["trial"] == pick]
+    return AccuracyGate(gate, _stage("screening", screening, gate),
+                        _stage("final sample", final, gate), final,
+                        mine[-1] if mine else None)
+
+
+def final_table(ag: AccuracyGate) -> Any:
+    """The final-sample comparisons as a table that reads as text (pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "trial": f"#{r['trial']}", "launch": f"#{r['launch']}", "questions": r["questions"],
+        "drop pp": f"{r['drop_pp']:+.2f}",
+        "baseline-only / trial-only right": f"{r['base_only']} / {r['trial_only']}",
+        "one-sided p": f"{r['p_drop']:.3g}",
+        f"{POWER:.0%}-power drop": (f"{r['detectable_pp']:.1f} pp" if r["detectable_pp"]
+                                    else "-"),
+        "verdict": "refused" if r["refused"] else "passed"} for r in ag.final_rows])
+
+
+def as_dict(ag: AccuracyGate) -> dict[str, Any]:
+    """``tuner report --json``'s ``accuracy_gate``."""
+    from dataclasses import asdict
+
+    return {"gate": ag.gate.model_dump(), "power": POWER,
+            "screening": asdict(ag.screening), "final_sample": asdict(ag.final),
+            "final_launches": ag.final_rows, "summary": ag.sentences()}
