@@ -201,6 +201,24 @@ def test_a_timed_sweep_races_then_confirms_in_the_last_third_of_its_finals() -> 
     assert f.choose(rows, elapsed_s=0.91 * 3600)[1] is True
 
 
+def test_a_timed_sweep_keeps_time_for_launches_on_the_final_sample() -> None:
+    """A 6-minute sweep whose launches take 100 s of start-up then 60 s on 60 questions
+    (machine time, simulated 10x faster). On 400 questions a launch takes (100 + 400) / 10
+    = 50 s of wall time: the finals keep 5 of them (250 s) where a fifth of the sweep
+    (72 s) would hold fewer than 2, and confirm in the last 50 s, not the last 24."""
+    timed = [dataclasses.replace(r, startup_s=100.0, total_s=160.0, time_scale=10.0)
+             for r in (_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.5))]
+    plain = Finals(trials=None, hours=0.1, share=0.2, questions=60)
+    assert not plain.due(trials=None, launched=0, elapsed_s=280.0, rows=timed)
+    assert plain.due(trials=None, launched=0, elapsed_s=290.0, rows=timed)
+    sized = Finals(trials=None, hours=0.1, share=0.2, questions=60, final_questions=400)
+    assert not sized.due(trials=None, launched=0, elapsed_s=200.0, rows=[])  # none measured
+    assert not sized.due(trials=None, launched=0, elapsed_s=100.0, rows=timed)
+    assert sized.due(trials=None, launched=0, elapsed_s=115.0, rows=timed)
+    assert sized.choose(timed, elapsed_s=305.0)[1] is False
+    assert sized.choose(timed, elapsed_s=311.0)[1] is True
+
+
 def test_a_final_sample_verdict_holds_for_the_same_numerics() -> None:
     from tuner.study._pooled import final_verified
 

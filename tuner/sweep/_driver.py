@@ -128,7 +128,9 @@ class Driver:
         from tuner.sweep._finals import capacity_ladder
 
         self.finals = Finals(trials=settings.trials, hours=settings.hours,
-                             share=settings.finals_share, ladder=capacity_ladder(space))
+                             share=settings.finals_share, ladder=capacity_ladder(space),
+                             questions=options.workload.questions,
+                             final_questions=settings.final_questions)
         self.plan = None
         if settings.staged:
             from tuner.sweep._strategy import StagedPlan
@@ -229,7 +231,7 @@ class Driver:
         elapsed = time.monotonic() - self.progress.started
         if baseline is None or not self.finals.due(
                 trials=self.s.trials, launched=self.sweep.counted() + len(self.pending),
-                elapsed_s=elapsed):
+                elapsed_s=elapsed, rows=self.sweep.trials()):
             return None
         return self.finals.choose(self.sweep.trials(), elapsed_s=elapsed)
 

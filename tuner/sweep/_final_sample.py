@@ -22,6 +22,10 @@ from tuner.trial import EarlyStop
 from tuner.trial import TrialOptions
 
 
+#: finals launches a timed sweep keeps time for at least: the baseline's on the final
+#: sample, one race launch of each of 3 finalists, one confirmation
+MIN_FINAL_LAUNCHES = 5
+
 PENDING = "pending"
 FAILED = "failed"
 
@@ -54,3 +58,19 @@ def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | 
                    else first.per_question if isinstance(first, TrialSummary) else None)
     return TrialOptions(**{**options.__dict__, "workload": workload,
                            "baseline_per_question": base_pq, "early_stop": early_stop})
+
+
+def final_launch_s(rows: list[TrialSummary], questions: int, final_questions: int | None
+                   ) -> float | None:
+    """Expected wall seconds of one launch on the final sample: the median measured launch
+    with its part after start-up scaled from ``questions`` to ``final_questions`` (the
+    workload is the questions); None without a final sample or a measured launch yet."""
+    import statistics
+
+    if not final_questions or questions <= 0:
+        return None
+    spans = [(s.startup_s + (s.total_s - s.startup_s) * final_questions / questions)
+             / (s.time_scale or 1.0) for s in rows
+             if s.measured and s.state == "COMPLETE" and s.total_s and s.startup_s is not None
+             and s.total_s >= s.startup_s]
+    return statistics.median(spans) if spans else None

@@ -23,6 +23,8 @@ from tuner.space import SearchSpace
 from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import feasible_estimates
+from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
+from tuner.sweep._final_sample import final_launch_s
 
 
 def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
@@ -37,7 +39,8 @@ def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
 
 class Finals:
     def __init__(self, *, trials: int | None, hours: float | None, share: float,
-                 max_finalists: int = 3, ladder: list[dict[str, Any]] | None = None) -> None:
+                 max_finalists: int = 3, ladder: list[dict[str, Any]] | None = None,
+                 questions: int = 0, final_questions: int | None = None) -> None:
         self.max_finalists = max_finalists
         self.ladder = ladder or []
         self.reserve = (max(2, round(share * trials)) if trials and trials >= 10 and share
@@ -46,18 +49,32 @@ class Finals:
         #: a timed sweep confirms in the last third of its finals' time
         self.confirm_from = (1 - share / 3) if hours and share else None
         self.hours = hours
+        #: a timed sweep with a final sample keeps time for MIN_FINAL_LAUNCHES launches of
+        #: its length (:func:`tuner.sweep._final_sample.final_launch_s`)
+        self.questions, self.final_questions = questions, final_questions
         self.finalists: list[int] | None = None
         self.issued: dict[int, int] = {}
         self.leader: int | None = None
 
-    def due(self, *, trials: int | None, launched: int, elapsed_s: float) -> bool:
-        """Whether the search phase is over and the finals run now."""
+    def due(self, *, trials: int | None, launched: int, elapsed_s: float,
+            rows: list[TrialSummary] | None = None) -> bool:
+        """Whether the search phase is over and the finals run now. ``rows``: the study's
+        summaries (a timed sweep with a final sample sizes its finals' time from them)."""
         if self.finalists is not None:
             return True
         if self.reserve and trials is not None and launched >= trials - self.reserve:
             return True
-        return bool(self.search_share and self.hours
-                    and elapsed_s >= self.search_share * self.hours * 3600)
+        if not (self.search_share and self.hours):
+            return False
+        return elapsed_s >= self.hours * 3600 - self._window(rows, (1 - self.search_share),
+                                                             MIN_FINAL_LAUNCHES)
+
+    def _window(self, rows: list[TrialSummary] | None, share: float, launches: int) -> float:
+        """Seconds kept at the end of a timed sweep: ``share`` of its hours, or the time of
+        ``launches`` launches on the final sample when that is longer."""
+        assert self.hours is not None
+        each = final_launch_s(rows or [], self.questions, self.final_questions)
+        return max(share * self.hours * 3600, launches * each if each else 0.0)
 
     def choose(self, rows: list[TrialSummary], elapsed_s: float = 0.0
                ) -> tuple[int, bool, dict[str, Any] | None] | None:
@@ -78,8 +95,8 @@ class Finals:
         if self.reserve:
             racing = sum(self.issued.values()) < self.reserve - self._confirm_share()
         else:
-            racing = not (self.confirm_from and self.hours
-                          and elapsed_s >= self.confirm_from * self.hours * 3600)
+            racing = not (self.confirm_from and self.hours and elapsed_s >= self.hours * 3600
+                          - self._window(rows, 1 - self.confirm_from, 1))
         if self.leader is None and racing:
             number = min(self.finalists, key=lambda n: (
                 self.issued.get(n, 0), est[n].pooled_ms if n in est else 0.0))
