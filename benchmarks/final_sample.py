@@ -60,11 +60,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--final", type=int, default=1000, help="final sample size")
     ap.add_argument("--simulator", action="store_true")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--final-only", action="store_true",
+                    help="only the sweeps with a final sample")
     a = ap.parse_args()
     if a.simulator:
-        for final in (None, a.final):
+        for final in (a.final,) if a.final_only else (None, a.final):
             picks = []
-            for seed in range(a.seeds):
+            for seed in range(a.first_seed, a.first_seed + a.seeds):
                 with tempfile.TemporaryDirectory() as tmp:
                     picks.append(simulated_pick(Path(tmp), seed, a.trials, final))
                 print(f"simulator seed {seed} final_questions {final}: pick {picks[-1]}",
