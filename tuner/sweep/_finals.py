@@ -37,6 +37,20 @@ def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
                                       reverse=True)]
 
 
+def race_launches(rows: list[TrialSummary]) -> dict[int, int]:
+    """Trial number -> the finals' race launches of its configuration so far, running ones
+    included, failed ones too (what the race counts: read from the study, so a resumed
+    sweep goes on where it stopped; a launch a dead driver or Ctrl-C left unmeasured is
+    not counted, it runs again). The baseline's launch on the final sample counts under
+    the baseline's number."""
+    out: dict[int, int] = {}
+    for s in rows:
+        if (s.role == Role.REMEASURE and not s.confirm and not s.recovered
+                and s.remeasure_of is not None):
+            out[s.remeasure_of] = out.get(s.remeasure_of, 0) + 1
+    return out
+
+
 class Finals:
     def __init__(self, *, trials: int | None, hours: float | None, share: float,
                  max_finalists: int = 3, ladder: list[dict[str, Any]] | None = None,
@@ -53,7 +67,6 @@ class Finals:
         #: its length (:func:`tuner.sweep._final_sample.final_launch_s`)
         self.questions, self.final_questions = questions, final_questions
         self.finalists: list[int] | None = None
-        self.issued: dict[int, int] = {}
         self.leader: int | None = None
 
     def due(self, *, trials: int | None, launched: int, elapsed_s: float,
@@ -92,15 +105,15 @@ class Finals:
                 return None
             self.finalists = [e.number for e in cands if e.overlaps(cands[0])][
                 :self.max_finalists]
+        raced = race_launches(rows)
         if self.reserve:
-            racing = sum(self.issued.values()) < self.reserve - self._confirm_share()
+            racing = sum(raced.values()) < self.reserve - self._confirm_share()
         else:
             racing = not (self.confirm_from and self.hours and elapsed_s >= self.hours * 3600
                           - self._window(rows, 1 - self.confirm_from, 1))
         if self.leader is None and racing:
             number = min(self.finalists, key=lambda n: (
-                self.issued.get(n, 0), est[n].pooled_ms if n in est else 0.0))
-            self.issued[number] = self.issued.get(number, 0) + 1
+                raced.get(n, 0), est[n].pooled_ms if n in est else 0.0))
             return number, False, None
         if self.leader is None:
             ranked = [n for n in self.finalists if n in est]
