@@ -114,28 +114,15 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
                       d["accuracy [95% CI]"], d["accept"], d["speed-up"],
                       r["differs_from_baseline"], f"[{colour}]{r['verdict']}[/]")
         out.print(t)
-    fails = data.failures()
-    if not fails.empty:
-        t = Table(title="Failures by reason")
-        for col in fails.columns:
-            t.add_column(col, overflow="fold")
-        for _, r in fails.iterrows():
-            t.add_row(*(str(r[c]) for c in fails.columns))
-        out.print(t)
+    _plain_table(out, "Failures by reason", data.failures())
     if data.accuracy is not None:
         from tuner.report._accuracy import final_table
 
         out.print("[bold]Accuracy gate[/]")
         for line in data.accuracy.sentences():
             out.print(f"  {line}")
-        fin = final_table(data.accuracy)
-        if not fin.empty:
-            t = Table(title="Final accuracy sample (each finals launch vs the baseline's)")
-            for col in fin.columns:
-                t.add_column(col, overflow="fold")
-            for _, r in fin.iterrows():
-                t.add_row(*(str(r[c]) for c in fin.columns))
-            out.print(t)
+        _plain_table(out, "Final accuracy sample (each finals launch vs the baseline's)",
+                     final_table(data.accuracy))
     eff = data.knob_effects()
     if not eff.empty:
         t = Table(title="Per-knob effects (feasible trials' TPOT)")
@@ -146,3 +133,17 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
                       str(r["gated"]), _fmt(r["median_tpot_ms"], ".2f"),
                       _fmt(r["best_tpot_ms"], ".2f"))
         out.print(t)
+
+
+def _plain_table(out: Any, title: str, df: pd.DataFrame) -> None:
+    """``df`` as a rich table of its cells as text; nothing when it is empty."""
+    from rich.table import Table
+
+    if df.empty:
+        return
+    t = Table(title=title)
+    for col in df.columns:
+        t.add_column(col, overflow="fold")
+    for _, r in df.iterrows():
+        t.add_row(*(str(r[c]) for c in df.columns))
+    out.print(t)
