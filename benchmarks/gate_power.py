@@ -32,7 +32,7 @@ def main() -> None:
         for r in (0.03, 0.05, 0.10, 0.15):
             d = detectable_drop(n, r, gate)
             print(f"{n:9d}  {r:11.0%}  {gate_power(n, r, 3.0, gate):21.2f}  "
-                  + (f"{d:.1f} pp" if d is not None else "none up to the discordance"))
+                  + (f"{d:.1f} pp" if d is not None else "none up to 100 pp"))
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ def test_report_states_the_final_samples_power(tmp_path: Path) -> None:
     gate = json.loads(proc.stdout)["accuracy_gate"]
     final, screening = gate["final_sample"], gate["screening"]
     assert final["questions"] == 1000 and final["refused"] >= 1
+    assert final["configurations"] < final["launches"]       # the pick launched 3 times
     # 1000 paired questions see a 3-point drop; the screening's 60 cannot
     assert final["detectable_pp"] is not None and final["detectable_pp"] < 3.0
     assert screening["questions"] == 60 and screening["refused"] == 0
-    assert screening["detectable_pp"] is None
+    assert screening["detectable_pp"] > 3.0
     refused = [r for r in gate["final_launches"] if r["refused"]]
     assert refused and {lm_head[r["trial"]] for r in refused} == {"fp8"}
     assert all(r["drop_pp"] > 1.0 and r["p_drop"] < 0.05 for r in refused)

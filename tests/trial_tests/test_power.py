@@ -65,5 +65,10 @@ def test_detectable_drop_is_where_the_power_crosses() -> None:
     assert gate_power(1319, 0.10, d, g) >= 0.8 > gate_power(1319, 0.10, d - 0.05, g)
     smaller = detectable_drop(400, 0.10, g)
     assert smaller is not None and smaller > d          # fewer questions: a larger drop
-    assert detectable_drop(60, 0.10, g) is None         # 60 questions: none up to 10 pp
-    assert detectable_drop(400, 0.005, g) is None       # within the tolerance: none
+    screening = detectable_drop(60, 0.10, g)
+    assert screening is not None and screening > 10.0   # 60 questions: only gross drops
+    # answers that never differ: a drop of d makes them differ on d of the questions
+    same = detectable_drop(400, 0.0, g)
+    again = detectable_drop(400, same / 100, g) if same is not None else None
+    assert same is not None and again is not None and abs(same - again) <= 0.02
+    assert detectable_drop(3, 0.10, g) is None          # 3 questions: nothing, ever

@@ -29,24 +29,23 @@ class Stage:
 
     name: str
     launches: int = 0                    # comparisons made
+    configurations: int = 0              # distinct configurations compared
     questions: int = 0                   # the typical (median) number of paired questions
-    discordance: float | None = None     # median share of questions answered differently
+    discordance: float = 0.0             # median share of questions answered differently
     detectable_pp: float | None = None   # 80%-power drop at those two medians (None: none)
-    refused: int = 0
+    refused: int = 0                     # configurations refused
 
     def sentence(self, gate: Gate) -> str:
         if not self.launches:
             return f"{self.name}: no comparison with the baseline was made"
-        head = (f"{self.name}: {self.launches} comparison(s) on {self.questions} paired "
-                f"questions, {self.refused} refused")
-        if self.discordance is None:
-            return head + "; every configuration answered exactly as the baseline did"
         power = (f"a true drop of {self.detectable_pp:.1f} pp is refused with "
                  f"{POWER:.0%} probability" if self.detectable_pp is not None else
                  f"no drop is refused with {POWER:.0%} probability")
-        return (f"{head}; with {self.discordance:.1%} of answers differing, {power} "
-                f"(the gate: drop > {gate.max_accuracy_drop_pp:g} pp and one-sided "
-                f"McNemar p < {gate.mcnemar_alpha:g})")
+        return (f"{self.name}: {self.configurations} configuration(s) on {self.questions} "
+                f"paired questions, {self.refused} refused; answers differing on "
+                f"{self.discordance:.1%} of questions (median), {power} (the gate: drop > "
+                f"{gate.max_accuracy_drop_pp:g} pp and one-sided McNemar p < "
+                f"{gate.mcnemar_alpha:g})")
 
 
 @dataclass
@@ -70,9 +69,7 @@ class AccuracyGate:
             p = self.pick
             where = "the final sample" if p.get("launch") is not None else "screening"
             power = (f"{POWER:.0%} power against a drop of {p['detectable_pp']:.1f} pp"
-                     if p["detectable_pp"] else
-                     "answers identical to the baseline's" if not p["discordance"] else
-                     f"under {POWER:.0%} power against any drop")
+                     if p["detectable_pp"] else f"under {POWER:.0%} power against any drop")
             lines.append(f"the pick #{p['trial']}: {p['drop_pp']:+.2f} pp vs the baseline on "
                          f"{where}'s {p['questions']} paired questions (one-sided p = "
                          f"{p['p_drop']:.3g}; {power})")
@@ -87,20 +84,22 @@ def _compare(base: dict[str, bool], other: dict[str, bool], gate: Gate) -> dict[
     r = (pa.base_only + pa.trial_only) / pa.pairs if pa.pairs else 0.0
     return {"questions": pa.pairs, "drop_pp": pa.drop_pp, "base_only": pa.base_only,
             "trial_only": pa.trial_only, "p_drop": pa.p_drop, "discordance": r,
-            "detectable_pp": detectable_drop(pa.pairs, r, gate, POWER) if r else None}
+            "detectable_pp": detectable_drop(pa.pairs, r, gate, POWER)}
 
 
 def _stage(name: str, rows: list[dict[str, Any]], gate: Gate) -> Stage:
+    """Medians over configurations (each one's last comparison), not launches: the
+    finals launch the pick several times."""
     from tuner.trial import detectable_drop
 
     if not rows:
         return Stage(name)
-    n = int(statistics.median(r["questions"] for r in rows))
-    differing = [r["discordance"] for r in rows if r["discordance"] > 0]
-    r = statistics.median(differing) if differing else None
-    return Stage(name, launches=len(rows), questions=n, discordance=r,
-                 detectable_pp=detectable_drop(n, r, gate, POWER) if r else None,
-                 refused=sum(bool(x["refused"]) for x in rows))
+    last = {r["trial"]: r for r in rows}
+    n = int(statistics.median(r["questions"] for r in last.values()))
+    r = float(statistics.median(x["discordance"] for x in last.values()))
+    return Stage(name, launches=len(rows), configurations=len(last), questions=n,
+                 discordance=r, detectable_pp=detectable_drop(n, r, gate, POWER),
+                 refused=sum(bool(x["refused"]) for x in last.values()))
 
 
 def accuracy_gate(rows: list[TrialSummary], gate: Gate, pick: int | None = None

@@ -49,13 +49,12 @@ def gate_power(pairs: int, discordance: float, drop_pp: float, gate: Gate) -> fl
 def detectable_drop(pairs: int, discordance: float, gate: Gate, power: float = 0.8
                     ) -> float | None:
     """The smallest true drop (points) the gate refuses with probability ``power`` on
-    ``pairs`` questions at ``discordance``; None when no drop up to the discordance rate
-    itself (every discordant question the baseline's) reaches it."""
-    top = discordance * 100
-    if pairs <= 0 or top <= gate.max_accuracy_drop_pp or gate_power(
-            pairs, discordance, top, gate) < power:
+    ``pairs`` questions, the questions answered differently being ``discordance`` of them
+    or the drop itself when larger (a configuration that loses d points differs on at
+    least d of the questions); None when no drop up to 100 points reaches it."""
+    if pairs <= 0 or gate_power(pairs, discordance, 100.0, gate) < power:
         return None
-    lo, hi = gate.max_accuracy_drop_pp, top
+    lo, hi = gate.max_accuracy_drop_pp, 100.0
     while hi - lo > 0.01:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if gate_power(pairs, discordance, mid, gate) < power else (lo, mid)
