@@ -53,3 +53,23 @@ def test_report_says_when_there_is_no_final_sample(tmp_path: Path) -> None:
     assert gate["final_sample"]["launches"] == 0 and not gate["final_launches"]
     assert any("no final accuracy sample" in line for line in gate["summary"])
     assert gate["screening"]["launches"] >= 1
+
+
+
+class DropsOffTheBaselineHead(DropsOnFp8Head):
+    """Every LM head but the baseline's (FP32) loses 3 points, the fastest finalists too."""
+
+    def lossy(self, config: dict) -> bool:
+        return config.get("lm_head") != "fp32"
+
+
+def test_report_says_when_the_pick_fell_back_to_the_baseline(tmp_path: Path) -> None:
+    # 12 trials: the finals have 2 launches, the baseline's on the final sample and one
+    # finalist's, which the gate refuses: nothing faster passed, the pick is the baseline
+    study = model_sweep(tmp_path, DropsOffTheBaselineHead(seed=3), trials=12, seed=3,
+                        final_questions=1000)
+    assert next(s for s in summaries(study) if s.final_sample and s.gate)
+    gate = json.loads(_report(tmp_path / "s.db", "--json").stdout)["accuracy_gate"]
+    assert gate["final_sample"]["refused"] == 1
+    assert any(line.startswith("the pick is the baseline: no faster configuration passed")
+               for line in gate["summary"]), gate["summary"]

@@ -32,12 +32,15 @@ class DropsOnFp8Head(ModelRunner):
     """Every configuration answers the questions with u < 0.90 right; those with an FP8
     LM head (the fastest family) lose the ones in [0.87, 0.90): a 3-point drop."""
 
+    def lossy(self, config: dict) -> bool:
+        return config.get("lm_head") == "fp8"
+
     def _run(self, job: TrialJob) -> TrialResult:
         res = super()._run(job)
         a = res.aggregates
         if not res.ok or a is None:
             return res
-        bar = 0.87 if job.config.as_dict().get("lm_head") == "fp8" else 0.90
+        bar = 0.87 if self.lossy(job.config.as_dict()) else 0.90
         n = job.options.workload.questions
         per_q = {f"test-{i}": _u(f"test-{i}") < bar for i in range(n)}
         k = sum(per_q.values())

@@ -65,7 +65,11 @@ class AccuracyGate:
         else:
             lines.append("no final accuracy sample (tuner sweep --final-questions N): the "
                          "pick's accuracy rests on the screening above")
-        if self.pick is not None:
+        if self.pick is not None and self.pick.get("baseline"):
+            lines.append(f"the pick is the baseline: no faster configuration passed the "
+                         f"final sample within the budget ({self.final.refused} refused); "
+                         f"more --trials give the finals more launches")
+        elif self.pick is not None:
             p = self.pick
             where = "the final sample" if p.get("launch") is not None else "screening"
             power = (f"{POWER:.0%} power against a drop of {p['detectable_pp']:.1f} pp"
@@ -129,8 +133,10 @@ def accuracy_gate(rows: list[TrialSummary], gate: Gate, pick: int | None = None
                     final.append({"trial": s.remeasure_of, "launch": s.number,
                                   **_compare(ref, s.per_question, gate),
                                   "refused": "accuracy_drop" in s.gate})
-    mine = [r for r in final if r["trial"] == pick] or [
+    mine: list[dict[str, Any]] = [r for r in final if r["trial"] == pick] or [
         r for r in screening if r["trial"] == pick]
+    if final and base is not None and pick == base.number:
+        mine = [{"baseline": True}]
     return AccuracyGate(gate, _stage("screening", screening, gate),
                         _stage("final sample", final, gate), final,
                         mine[-1] if mine else None)
@@ -156,4 +162,4 @@ def as_dict(ag: AccuracyGate) -> dict[str, Any]:
 
     return {"gate": ag.gate.model_dump(), "power": POWER,
             "screening": asdict(ag.screening), "final_sample": asdict(ag.final),
-            "final_launches": ag.final_rows, "summary": ag.sentences()}
+            "final_launches": ag.final_rows, "pick": ag.pick, "summary": ag.sentences()}
