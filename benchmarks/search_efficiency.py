@@ -47,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.sweep_tests.model_runner import InstantRunner
 from tuner.engines import make_engine
 from tuner.space import SearchSpace
 from tuner.space import load_space
@@ -55,9 +56,7 @@ from tuner.study import feasible_best
 from tuner.study import feasible_front
 from tuner.study import locate
 from tuner.study import summaries
-from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
-from tuner.sweep._base import TrialRunner
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
 from tuner.trial import TrialOptions
@@ -175,43 +174,19 @@ def _lognormal(rng: random.Random, cv: float) -> float:
     return math.exp(rng.gauss(0.0, s) - s * s / 2)    # mean 1
 
 
-class TruthRunner(TrialRunner):
+class TruthRunner(InstantRunner):
     """Answers a trial from :class:`World` with launch and measurement noise, instantly."""
-
-    slots = 1
 
     def __init__(self, world: World, *, seed: int, cv: float, launch_cv: float,
                  questions: int) -> None:
+        super().__init__(slots=1)
         self.world, self.cv, self.launch_cv = world, cv, launch_cv
         self.rng = random.Random(seed)
         self.qids = random.Random(f"questions-{seed}").sample(range(TEST_QUESTIONS), questions)
         self.sampling_seed = seed
-        self._done: list[Outcome] = []
-        self._inflight: list[int] = []
         self.launches = 0
 
-    @property
-    def inflight(self) -> list[int]:
-        return list(self._inflight)
-
-    def submit(self, job: TrialJob) -> None:
-        self._inflight.append(job.key)
-        self._done.append(Outcome(job.key, "result", result=self.run(job)))
-
-    def poll(self, timeout: float) -> list[Outcome]:
-        out, self._done = self._done, []
-        for o in out:
-            self._inflight.remove(o.key)
-        return out
-
-    def cancel(self, key: int) -> None:
-        self._inflight.remove(key)
-        self._done = [o for o in self._done if o.key != key]
-
-    def close(self) -> None:
-        self._inflight.clear()
-
-    def run(self, job: TrialJob) -> TrialResult:
+    def _run(self, job: TrialJob) -> TrialResult:
         self.launches += 1
         truth = self.world.truth(job.config)
         plan = job.engine.plan(job.space, job.config)

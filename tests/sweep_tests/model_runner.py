@@ -34,17 +34,16 @@ from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 
 
-class ModelRunner(TrialRunner):
-    def __init__(self, *, slots: int = 1, seed: int = 0, noise: float = 0.01,
-                 lm_head_module_shared: bool = True, questions: int = 60) -> None:
+class InstantRunner(TrialRunner):
+    """A runner whose trial is answered on submit by ``_run``: it is done at the next poll."""
+
+    def __init__(self, slots: int = 1) -> None:
         self.slots = slots
-        self.rng = random.Random(seed)
-        self.noise = noise
-        self.shared = lm_head_module_shared
-        self.questions = questions
         self.done: list[Outcome] = []
-        self.launched: list[dict] = []
         self._inflight: list[int] = []
+
+    def _run(self, job: TrialJob) -> TrialResult:
+        raise NotImplementedError
 
     @property
     def inflight(self) -> list[int]:
@@ -66,6 +65,17 @@ class ModelRunner(TrialRunner):
 
     def close(self) -> None:
         self._inflight.clear()
+
+
+class ModelRunner(InstantRunner):
+    def __init__(self, *, slots: int = 1, seed: int = 0, noise: float = 0.01,
+                 lm_head_module_shared: bool = True, questions: int = 60) -> None:
+        super().__init__(slots)
+        self.rng = random.Random(seed)
+        self.noise = noise
+        self.shared = lm_head_module_shared
+        self.questions = questions
+        self.launched: list[dict] = []
 
     def _run(self, job: TrialJob) -> TrialResult:
         plan = job.engine.plan(job.space, job.config)
