@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -28,45 +29,49 @@ pytestmark = pytest.mark.slow
 STUDY = "ling-3.0-flash-dgx-spark"
 
 
-def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
-        tmp_path: Path) -> None:
+def _argv(storage: str, tmp_path: Path) -> list[str]:
+    return tuner_argv("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+                      "--storage", storage, "--artifacts", str(tmp_path / "art"),
+                      "--workdir", str(tmp_path / "runs"), "--trials", "5",
+                      "--questions", "6", "--time-scale", "300", "--seed", "3",
+                      "--ray-address", "none", "--sim-faults", SLOW_START)
+
+
+def _cut_mid_trial(argv: list[str], storage: str, cut: Callable[[], None],
+                   restore: Callable[[], None], secret: str | None = None) -> None:
+    """Run the sweep until a trial is done and the next one's server is starting, then
+    ``cut`` the storage: the sweep must end with one line (exit 1) and nothing running;
+    after ``restore``, the same command must finish the sweep with nothing lost."""
     t0, mark = time.time(), new_mark()
-    with postgres_server() as server:
-        argv = tuner_argv("sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
-                          "--storage", server.url, "--artifacts", str(tmp_path / "art"),
-                          "--workdir", str(tmp_path / "runs"), "--trials", "5",
-                          "--questions", "6", "--time-scale", "300", "--seed", "3",
-                          "--ray-address", "none", "--sim-faults", SLOW_START)
-        first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=marked_env(mark))
-        storage = driver_url(server.url)
-        done_at = None
-        deadline = time.time() + 300
-        while time.time() < deadline and first.poll() is None:      # a later trial runs
-            time.sleep(0.2)
-            if done_at is None:
-                try:
-                    study = optuna.load_study(study_name=STUDY, storage=storage)
-                except KeyError:
-                    continue
-                if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
-                    done_at = time.time()
-            elif young_server(done_at, 2.0, mark):
-                break
-        before = {t.number: (t.state, t.values) for t in
-                  optuna.load_study(study_name=STUDY, storage=storage).get_trials()}
-        server.stop()
-        out, err = first.communicate(timeout=120)
-        assert first.returncode == 1, out + err
-        assert "the study's storage failed mid-run" in err and "Traceback" not in err
-        assert err.strip().count("\n") == 0 and PASSWORD not in out + err
-        time.sleep(5)
-        assert leftovers(t0, mark) == []                 # the trial and its server are gone
-        server.start()
-        again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        assert again.returncode == 0, again.stdout + again.stderr
-        after = {t.number: t for t in
-                 optuna.load_study(study_name=STUDY, storage=storage).get_trials()}
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=marked_env(mark))
+    done_at = None
+    deadline = time.time() + 300
+    while time.time() < deadline and first.poll() is None:      # a later trial runs
+        time.sleep(0.2)
+        if done_at is None:
+            try:
+                study = optuna.load_study(study_name=STUDY, storage=storage)
+            except KeyError:
+                continue
+            if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
+                done_at = time.time()
+        elif young_server(done_at, 2.0, mark):
+            break
+    before = {t.number: (t.state, t.values) for t in
+              optuna.load_study(study_name=STUDY, storage=storage).get_trials()}
+    cut()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 1, out + err
+    assert "the study's storage failed mid-run" in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0 and (secret is None or secret not in out + err)
+    time.sleep(5)
+    assert leftovers(t0, mark) == []                 # the trial and its server are gone
+    restore()
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = {t.number: t for t in
+             optuna.load_study(study_name=STUDY, storage=storage).get_trials()}
     for n, (state, values) in before.items():          # nothing recorded was lost
         if state == optuna.trial.TrialState.COMPLETE:
             assert after[n].state == state and after[n].values == values
@@ -75,3 +80,51 @@ def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
                and not t.user_attrs.get("recovered")]
     assert len(counted) == 5
     assert any(t.user_attrs.get("recovered") for t in after.values())   # the cut trial
+
+
+def test_the_database_stopping_mid_run_is_one_line_and_resume_loses_nothing(
+        tmp_path: Path) -> None:
+    with postgres_server() as server:
+        _cut_mid_trial(_argv(server.url, tmp_path), driver_url(server.url), server.stop,
+                       server.start, secret=PASSWORD)
+
+
+def _immutable(path: Path, on: bool) -> None:
+    subprocess.run(["chattr", "+i" if on else "-i", str(path)], check=True,
+                   capture_output=True)
+
+
+def test_an_sqlite_file_made_read_only_mid_run_is_one_line_and_resume_loses_nothing(
+        tmp_path: Path) -> None:
+    """Read-only for root too: the file made immutable (``chattr +i``), as a disk
+    remounted read-only; skipped where the file system or the user cannot do that."""
+    db = tmp_path / "s.db"
+    db.touch()
+    try:
+        _immutable(db, True)
+        _immutable(db, False)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("chattr +i is not available here (needs root on ext4 or similar)")
+    db.unlink()
+    try:
+        _cut_mid_trial(_argv(str(db), tmp_path), f"sqlite:///{db}",
+                       lambda: _immutable(db, True), lambda: _immutable(db, False))
+    finally:
+        _immutable(db, False)          # pytest must be able to delete it
+
+
+def test_a_read_only_sqlite_file_is_one_line_at_start(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    optuna.create_study(study_name=STUDY, storage=f"sqlite:///{db}")
+    try:
+        _immutable(db, True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("chattr +i is not available here (needs root on ext4 or similar)")
+    try:
+        proc = subprocess.run(_argv(str(db), tmp_path), capture_output=True, text=True,
+                              timeout=300)
+    finally:
+        _immutable(db, False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "attempt to write a readonly database" in proc.stderr, proc.stderr

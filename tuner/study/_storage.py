@@ -91,7 +91,16 @@ def is_storage_error(exc: BaseException) -> bool:
 
 
 def storage_problem(exc: BaseException) -> str:
-    """The first line of a storage error, password redacted, at most 200 characters."""
+    """The first line of a storage error, password redacted, at most 200 characters: of
+    the database's own error when ``exc`` wraps one (Optuna's "An exception is raised
+    during the commit" hides "attempt to write a readonly database")."""
+    seen = {id(exc)}
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        if is_storage_error(inner):
+            exc = inner
+        inner = inner.__cause__ or inner.__context__
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     return redact_url(first)[:200]
