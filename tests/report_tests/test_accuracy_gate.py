@@ -42,8 +42,11 @@ def test_report_states_the_final_samples_power(tmp_path: Path) -> None:
     assert passed and all(lm_head[r["trial"]] != "fp8" for r in passed)
     assert any(line.startswith("the pick #") for line in gate["summary"])
 
-    text = _report(tmp_path / "s.db").stdout
+    text = _report(tmp_path / "s.db", "--html", str(tmp_path / "r.html")).stdout
     assert "Accuracy gate" in text and "Final accuracy sample" in text
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>Accuracy gate</h2>" in page and "Final accuracy sample" in page
+    assert "refused with 80% probability" in page
     assert f"a true drop of {final['detectable_pp']:.1f} pp is refused with 80%" in text
 
 
