@@ -21,6 +21,7 @@ from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.study import summaries
 from tuner.study._storage import locate
+from tuner.sweep._base import Outcome
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
 from tuner.sweep._ray import SIM_RESOURCE
@@ -31,10 +32,12 @@ from tuner.trial import TrialOptions
 pytestmark = pytest.mark.slow
 
 
-def _marked(mark: str) -> list[int]:
-    """Live (non-zombie) processes whose environment carries ``mark``."""
-    return [p.pid for p in psutil.process_iter(["status"])
-            if p.info["status"] != psutil.STATUS_ZOMBIE and carries(p.pid, mark)]
+def _marked(mark: str, since: float = 0.0) -> list[int]:
+    """Live (non-zombie) processes whose environment carries ``mark``, started after
+    ``since`` (epoch seconds)."""
+    return [p.pid for p in psutil.process_iter(["status", "create_time"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and p.info["create_time"] >= since
+            and carries(p.pid, mark)]
 
 
 def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: Path) -> None:
@@ -45,28 +48,38 @@ def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: 
     cluster.wait_for_nodes()
     nodes = {"first": first.node_id}
     serving: list[int] = []
+    removed = threading.Event()
     mark = new_mark()
 
     class MovingCluster(RayRunner):
-        """On the third launch (on the first node, the only one with a slot): a second node
-        joins, and the first is removed 2 s later, while that trial's server is starting
-        (every start takes 4 s of wall time here)."""
+        """On the third launch (on the first node, the only one with a slot): as soon as that
+        trial's server exists (it takes 4 s of wall time to start here), the first node is
+        removed; then a second node joins (from the driver's thread: Ray starts nodes only
+        from the main thread). The cut waits for the server itself, not for a fixed time, so
+        a loaded machine cannot make it miss the trial."""
 
         submitted = 0
 
         def submit(self, job: object) -> None:
+            since = time.time() - 0.5                # the earlier trials' servers are older
             super().submit(job)  # type: ignore[arg-type]
             MovingCluster.submitted += 1
             if MovingCluster.submitted == 3:
+                threading.Thread(target=cut, args=(since,), daemon=True).start()
+
+        def poll(self, timeout: float) -> list[Outcome]:
+            if removed.is_set() and "second" not in nodes:
                 nodes["second"] = cluster.add_node(num_cpus=1,
                                                    resources={SIM_RESOURCE: 1}).node_id
+            return super().poll(timeout)
 
-                def cut() -> None:
-                    time.sleep(2.0)
-                    serving.extend(_marked(mark))      # the lost trial's server, starting
-                    cluster.remove_node(first, allow_graceful=False)
-
-                threading.Thread(target=cut, daemon=True).start()
+    def cut(since: float) -> None:
+        deadline = time.monotonic() + 120
+        while not serving and time.monotonic() < deadline:
+            serving.extend(_marked(mark, since))   # the third trial's server, starting
+            time.sleep(0.05)
+        cluster.remove_node(first, allow_graceful=False)
+        removed.set()
 
     space = load_space(SPARK)
     engine = make_engine("sim", sim_env={
