@@ -18,6 +18,7 @@ from typing import Any
 from tuner.space import Gate
 from tuner.study import Role
 from tuner.study import TrialSummary
+from tuner.study import final_baseline_runs
 
 
 POWER = 0.8
@@ -80,15 +81,22 @@ class AccuracyGate:
         return lines
 
 
-def _compare(base: dict[str, bool], other: dict[str, bool], gate: Gate) -> dict[str, Any]:
-    from tuner.trial import detectable_drop
+def _compare(base: dict[str, bool], other: dict[str, bool]) -> dict[str, Any]:
     from tuner.trial import paired_accuracy
 
     pa = paired_accuracy(base, other)
     r = (pa.base_only + pa.trial_only) / pa.pairs if pa.pairs else 0.0
     return {"questions": pa.pairs, "drop_pp": pa.drop_pp, "base_only": pa.base_only,
-            "trial_only": pa.trial_only, "p_drop": pa.p_drop, "discordance": r,
-            "detectable_pp": detectable_drop(pa.pairs, r, gate, POWER)}
+            "trial_only": pa.trial_only, "p_drop": pa.p_drop, "discordance": r}
+
+
+def _with_power(row: dict[str, Any], gate: Gate) -> dict[str, Any]:
+    """``row`` with the drop its gate refuses with :data:`POWER` probability (a search over
+    exact binomial sums: computed only for the rows shown, not every screened trial)."""
+    from tuner.trial import detectable_drop
+
+    return {**row, "detectable_pp": detectable_drop(row["questions"], row["discordance"],
+                                                    gate, POWER)}
 
 
 def _stage(name: str, rows: list[dict[str, Any]], gate: Gate) -> Stage:
@@ -120,26 +128,28 @@ def accuracy_gate(rows: list[TrialSummary], gate: Gate, pick: int | None = None
             if (s.role == Role.TRIAL and s.measured and s.state == "COMPLETE"
                     and s.per_question):
                 screening.append({"trial": s.number,
-                                  **_compare(base.per_question, s.per_question, gate),
+                                  **_compare(base.per_question, s.per_question),
                                   "refused": "accuracy_drop" in s.gate})
-        fb = [s for s in rows if s.role == Role.REMEASURE and s.final_sample
-              and s.remeasure_of == base.number and s.state == "COMPLETE" and s.per_question]
+        fb = [s for s in final_baseline_runs(rows, base.number)
+              if s.state == "COMPLETE" and s.per_question]
         if fb:
             ref = fb[-1].per_question
             assert ref is not None
             for s in rows:
                 if (s.role == Role.REMEASURE and s.final_sample and s.state == "COMPLETE"
                         and s.remeasure_of != base.number and s.per_question):
-                    final.append({"trial": s.remeasure_of, "launch": s.number,
-                                  **_compare(ref, s.per_question, gate),
-                                  "refused": "accuracy_drop" in s.gate})
+                    final.append(_with_power({"trial": s.remeasure_of, "launch": s.number,
+                                              **_compare(ref, s.per_question),
+                                              "refused": "accuracy_drop" in s.gate}, gate))
     mine: list[dict[str, Any]] = [r for r in final if r["trial"] == pick] or [
         r for r in screening if r["trial"] == pick]
     if final and base is not None and pick == base.number:
         mine = [{"baseline": True}]
+    pick_row = mine[-1] if mine else None
+    if pick_row is not None and "questions" in pick_row and "detectable_pp" not in pick_row:
+        pick_row = _with_power(pick_row, gate)
     return AccuracyGate(gate, _stage("screening", screening, gate),
-                        _stage("final sample", final, gate), final,
-                        mine[-1] if mine else None)
+                        _stage("final sample", final, gate), final, pick_row)
 
 
 def final_table(ag: AccuracyGate) -> Any:

@@ -13,6 +13,7 @@ from tuner.study._open import open_study
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import estimates
 from tuner.study._pooled import feasible_estimates
+from tuner.study._pooled import final_baseline_runs
 from tuner.study._pooled import largest_capacity
 from tuner.study._pooled import ties_with
 from tuner.study._record import CONSTRAINT_KEYS
@@ -42,7 +43,7 @@ from tuner.study._summary import summarize
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
            "TrialSummary", "baseline_trial", "context_of", "distribution", "estimates",
-           "feasible_best", "feasible_estimates", "feasible_front", "is_storage_error",
+           "feasible_best", "feasible_estimates", "feasible_front", "final_baseline_runs", "is_storage_error",
            "largest_capacity", "locate", "make_sampler", "open_study", "redact_url",
            "sampler_trials", "slug", "storage_problem", "suggest", "summaries", "summarize",
            "tell_result", "ties_with", "trial_at", "write_legacy_constraints"]

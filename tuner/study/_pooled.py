@@ -112,6 +112,13 @@ def final_verdicts(rows: list[Any], attrs: Any = lambda s: s.__dict__
     return passed, failed
 
 
+def final_baseline_runs(rows: list[TrialSummary], baseline: int) -> list[TrialSummary]:
+    """The baseline's launches on the final sample (not those lost and re-queued), in
+    order; the last complete one is the reference every finals launch is gated against."""
+    return [s for s in rows if s.role == Role.REMEASURE and s.final_sample
+            and s.remeasure_of == baseline and not s.recovered]
+
+
 def shares(config: dict[str, Any], signatures: list[dict[str, Any]]) -> bool:
     """Whether ``config`` has every value of one of ``signatures``."""
     return any(all(config.get(k) == v for k, v in sig.items()) for sig in signatures)

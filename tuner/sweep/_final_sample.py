@@ -18,6 +18,7 @@ from collections.abc import Callable
 from tuner.study import Proposal
 from tuner.study import Role
 from tuner.study import TrialSummary
+from tuner.study import final_baseline_runs
 from tuner.trial import EarlyStop
 from tuner.trial import TrialOptions
 
@@ -33,8 +34,7 @@ FAILED = "failed"
 def final_baseline(rows: list[TrialSummary], baseline: int) -> TrialSummary | str | None:
     """The baseline's launch on the final sample: its summary once measured, ``pending``
     while queued or running, ``failed`` when it failed, None when there is none."""
-    runs = [s for s in rows if s.role == Role.REMEASURE and s.final_sample
-            and s.remeasure_of == baseline and not s.recovered]
+    runs = final_baseline_runs(rows, baseline)
     done = [s for s in runs if s.state == "COMPLETE"]
     if done:
         return done[-1]
