@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -66,15 +67,18 @@ def _timings(study: Any, trial: Any, store: Any) -> dict[str, float]:
     raise LookupError(f"trial {trial.number}: no stored result")
 
 
-def sweep(tmp: Path, seed: int, trials: int, early: float) -> dict[str, Any]:
+def sweep(tmp: Path, seed: int, trials: int, early: float, gsm8k: str) -> dict[str, Any]:
     from optuna.artifacts import FileSystemArtifactStore
 
     db = tmp / f"s{seed}-{early}.db"
-    subprocess.run([sys.executable, "-m", "tuner", "sweep", str(SPACE), "--engine", "sim",
-                    "--gsm8k", str(GSM8K), "--trials", str(trials), "--questions", "30",
-                    "--seed", str(seed), "--early-stop", str(early), "--ray-address", "none",
-                    "--storage", str(db), "--study", "s", "--workdir", str(tmp / "runs")],
-                   check=True, capture_output=True, cwd=tmp)
+    proc = subprocess.run([
+        sys.executable, "-m", "tuner", "sweep", str(SPACE), "--engine", "sim", "--gsm8k", gsm8k,
+        "--trials", str(trials), "--questions", "30", "--seed", str(seed), "--early-stop",
+        str(early), "--ray-address", "none", "--storage", str(db), "--study", "s",
+        "--workdir", str(tmp / f"runs-{seed}-{early}")],
+        capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"seed {seed} early-stop {early}: sweep failed\n{proc.stderr[-2000:]}")
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{db}")
     store = FileSystemArtifactStore(str(db.with_suffix(".artifacts")))
     launched = [(t, s) for t in study.get_trials(deepcopy=False)
@@ -98,6 +102,10 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--fractions", default="0.25", help="comma-separated early-stop fractions")
+    ap.add_argument("--gsm8k", default=str(GSM8K), help="folder with GSM8K's test.jsonl")
+    ap.add_argument("--jobs", type=int, default=1, help="sweeps run at once (each is mostly "
+                    "simulated sleep; machine time is wall time x the time scale, so keep "
+                    "them under the cores)")
     a = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     fractions = [float(f) for f in a.fractions.split(",")]
@@ -115,9 +123,13 @@ def main() -> None:
 
     ratios: dict[float, dict[str, list[float]]] = {f: {} for f in fractions}
     picks: dict[float, list[float]] = {f: [] for f in [0.0, *fractions]}
-    for seed in range(a.first_seed, a.first_seed + a.seeds):
-        with tempfile.TemporaryDirectory() as tmp:
-            runs = {f: sweep(Path(tmp), seed, a.trials, f) for f in [0.0, *fractions]}
+    seeds = range(a.first_seed, a.first_seed + a.seeds)
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.jobs) as pool:
+        futures = {(seed, f): pool.submit(sweep, Path(tmp), seed, a.trials, f, a.gsm8k)
+                   for seed in seeds for f in [0.0, *fractions]}
+        results = {k: v.result() for k, v in futures.items()}
+    for seed in seeds:
+        runs = {f: results[seed, f] for f in [0.0, *fractions]}
         for f, r in runs.items():
             picks[f].append(true_ratio(r["pick"]))
             print(f"seed {seed} early-stop {f:<4}: {r['launches']} launches ({r['search']} "
