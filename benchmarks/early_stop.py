@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--fractions", default="0.25", help="comma-separated early-stop fractions")
     ap.add_argument("--gsm8k", default=str(GSM8K), help="folder with GSM8K's test.jsonl")
+    ap.add_argument("--keep", help="copy each sweep's study database here (to read later)")
     ap.add_argument("--jobs", type=int, default=1, help="sweeps run at once (each is mostly "
                     "simulated sleep; machine time is wall time x the time scale, so keep "
                     "them under the cores)")
@@ -128,6 +129,12 @@ def main() -> None:
         futures = {(seed, f): pool.submit(sweep, Path(tmp), seed, a.trials, f, a.gsm8k)
                    for seed in seeds for f in [0.0, *fractions]}
         results = {k: v.result() for k, v in futures.items()}
+        if a.keep:
+            import shutil
+
+            Path(a.keep).mkdir(parents=True, exist_ok=True)
+            for db in Path(tmp).glob("*.db"):
+                shutil.copy(db, Path(a.keep) / db.name)
     for seed in seeds:
         runs = {f: results[seed, f] for f in [0.0, *fractions]}
         for f, r in runs.items():
