@@ -43,7 +43,7 @@ from tuner.study._summary import summarize
 __all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
            "TrialSummary", "baseline_trial", "context_of", "distribution", "estimates",
-           "feasible_best", "feasible_estimates", "feasible_front", "final_baseline_runs", "is_storage_error",
-           "largest_capacity", "locate", "make_sampler", "open_study", "redact_url",
-           "sampler_trials", "slug", "storage_problem", "suggest", "summaries", "summarize",
-           "tell_result", "ties_with", "trial_at", "write_legacy_constraints"]
+           "feasible_best", "feasible_estimates", "feasible_front", "final_baseline_runs",
+           "is_storage_error", "largest_capacity", "locate", "make_sampler", "open_study",
+           "redact_url", "sampler_trials", "slug", "storage_problem", "suggest", "summaries",
+           "summarize", "tell_result", "ties_with", "trial_at", "write_legacy_constraints"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tuner.study import Proposal
-from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import final_baseline_runs
 from tuner.trial import EarlyStop
