@@ -4,6 +4,7 @@ stand-in runner (no servers)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import optuna
 
@@ -15,6 +16,7 @@ from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.study import summaries
 from tuner.sweep._neighbours import neighbours
+from tuner.sweep._strategy import StagedPlan
 from tuner.sweep._strategy import screens
 
 
@@ -129,3 +131,50 @@ def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(
     assert len(failed) == 1 and not failed[0].retried
     assert not [t for t in study.get_trials() if "flaky_retry_of" in t.user_attrs]
     assert stand_ins(study) == {failed[0].number}
+
+
+def _plan_after_screens(readings: dict[str, tuple[float, float, float]]
+                        ) -> tuple[StagedPlan, dict[str, SimpleNamespace], SimpleNamespace]:
+    """A plan whose screens were measured: ``readings`` maps the changed value of each
+    screen (``humming``, ``marlin``, ``bf16``, ``fp8``, ``NEXTN``) to (TPOT, CI low, CI
+    high); the baseline reads 26 ms."""
+    def hash_of(values: dict[str, object]) -> str:
+        repaired, _ = ENGINE.repair(SPACE, values)
+        return ENGINE.canonicalize(SPACE, repaired).hash()
+
+    plan = StagedPlan(SPACE, hash_of, seed=0)
+    base = SPACE.complete({})
+    measured = {}
+    for cfg in plan.screens:
+        (value,) = [v for k, v in cfg.items() if not SPACE.knob(k).when and base.get(k) != v]
+        tpot, low, high = readings[str(value)]
+        measured[hash_of(cfg)] = SimpleNamespace(feasible=True, tpot_ms=tpot,
+                                                 tpot_ci95=[low, high], config=cfg, number=0)
+    baseline = SimpleNamespace(tpot_ms=26.0, tpot_ci95=[25.5, 26.5])
+    return plan, measured, baseline
+
+
+def _combos(plan: StagedPlan, measured: dict[str, SimpleNamespace],
+            baseline: SimpleNamespace) -> list[tuple[str, str]]:
+    out = []
+    while (got := plan.next(measured, None, baseline)) is not None:
+        cfg, why = got
+        assert why == "combine"
+        out.append((cfg["moe_backend"], cfg["lm_head"]))
+    return out
+
+
+def test_a_runner_up_screen_that_ties_its_winner_is_combined_too() -> None:
+    # marlin's screen read faster than humming's, but their intervals overlap (one noisy
+    # launch each): the combination is tried with each (seed 41 of the search benchmark)
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (25.0, 24.0, 26.0), "marlin": (24.5, 23.5, 25.5),
+        "bf16": (25.8, 25.3, 26.3), "fp8": (23.0, 22.5, 23.5), "NEXTN": (20.0, 19.5, 20.5)})
+    assert _combos(plan, measured, baseline) == [("marlin", "fp8"), ("humming", "fp8")]
+
+
+def test_a_runner_up_screen_clearly_slower_is_not_combined() -> None:
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (25.0, 24.8, 25.2), "marlin": (24.0, 23.8, 24.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (20.0, 19.8, 20.2)})
+    assert _combos(plan, measured, baseline) == [("marlin", "fp8")]
