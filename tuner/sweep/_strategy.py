@@ -12,9 +12,9 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    together (knobs often help independently; when they do not, step 3 finds out). Then,
    for each knob whose runner-up screen tied its winner (TPOT intervals overlapping), the
    same combination with the runner-up instead: one launch per screen reads with a few
-   percent of noise, and a kernel 5% faster lost its screen to one that was not in the
-   benchmark's seed 41 (docs/performance.md), after which the whole search stayed on the
-   slower kernel.
+   percent of noise. In the search benchmark's seed 41 (docs/performance.md) a kernel
+   truly 5% faster lost its screen to a slower one, and the whole search then stayed on
+   the slower kernel.
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -132,10 +132,8 @@ class StagedPlan:
         """The best configuration, then every feasible one whose TPOT interval overlaps
         its (a tie it may owe to a lucky reading), fastest first: a neighbourhood the best
         exhausted leaves the search among the ties', not stuck."""
-        lo, hi = (best.tpot_ci95 or [best.tpot_ms, best.tpot_ms])[:2]
         ties = [s for s in measured.values() if s.feasible and s.tpot_ms is not None
-                and s.number != best.number and s.tpot_ci95
-                and s.tpot_ci95[0] <= hi and lo <= s.tpot_ci95[1]]
+                and s.number != best.number and _ties(s, best)]
         return [best, *sorted(ties, key=lambda s: s.tpot_ms)]
 
     def _moves_top_level(self, incumbent: dict[str, Any], cand: dict[str, Any]) -> bool:
@@ -178,7 +176,9 @@ class StagedPlan:
 
 
 def _ties(a: Any, b: Any) -> bool:
-    """Whether two summaries' TPOT intervals overlap (no interval: no tie claimed)."""
-    if not a.tpot_ci95 or not b.tpot_ci95:
+    """Whether two summaries' TPOT intervals overlap (one without an interval stands for
+    its reading alone; none for ``a``: no tie claimed)."""
+    if not a.tpot_ci95:
         return False
-    return a.tpot_ci95[0] <= b.tpot_ci95[1] and b.tpot_ci95[0] <= a.tpot_ci95[1]
+    lo, hi = (b.tpot_ci95 or [b.tpot_ms, b.tpot_ms])[:2]
+    return a.tpot_ci95[0] <= hi and lo <= a.tpot_ci95[1]
