@@ -121,7 +121,7 @@ def main() -> None:
     space = load_space(SPACE)
     world = World(space)
     truth = world.enumerate()
-    base = world.truth(world.engine.canonicalize(space, space.complete({})))
+    base = world.baseline()
     best = min(t.tpot_ms for t in truth.values() if feasible(t, base, space))
 
     def true_ratio(config: dict[str, Any] | None) -> float:

@@ -150,6 +150,10 @@ class World:
                     f"{settings.lm_head}|{'spec' if settings.speculative else 'plain'}")
         return Truth(config.as_dict(), True, None, tpot, accept, acc, numerics)
 
+    def baseline(self) -> Truth:
+        """The space's baseline configuration (trial 0 of every sweep)."""
+        return self.truth(self.engine.canonicalize(self.space, self.space.complete({})))
+
     def enumerate(self) -> dict[str, Truth]:
         """Every canonical configuration of the space."""
         seen: dict[str, Any] = {}
@@ -328,8 +332,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     space = load_space(args.space)
     world = World(space)
     truth = world.enumerate()
-    base_cfg = world.engine.canonicalize(space, space.complete({}))
-    base = world.truth(base_cfg)
+    base = world.baseline()
     feas = [t for t in truth.values() if feasible(t, base, space)]
     best = min(t.tpot_ms for t in feas)
     ref = (base.tpot_ms, base.accuracy - space.spec.gate.max_accuracy_drop_pp / 100)

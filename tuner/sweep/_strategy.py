@@ -69,8 +69,7 @@ class StagedPlan:
         self.rng = random.Random(seed)
         self.explore_every = explore_every
         self.screens = screens(space)
-        self.combined = False
-        self.combos: list[dict[str, Any]] = []
+        self.combos: list[dict[str, Any]] | None = None    # planned once the screens are in
         self.issued: set[str] = set()
         self.last: str | None = None
         self.local_proposals = 0
@@ -100,11 +99,10 @@ class StagedPlan:
             h = self._hash(cfg)
             if h is not None and h not in seen:
                 return self._issue(cfg, h, "screen")
-        if not self.combined:
+        if self.combos is None:
             pending = [h for c in self.screens if (h := self._hash(c)) and h not in measured]
             if pending:
                 return None    # a screen is still running (several slots): sampler meanwhile
-            self.combined = True
             self.combos = self._combinations(measured, baseline)
         for combo in self.combos:
             h = self._hash(combo)
