@@ -60,6 +60,10 @@ def sweep(
                                         "gated against each other (a drop the small "
                                         "screening sample cannot see); only what passes can "
                                         "be the pick; default: the screening sample"),
+    search_questions: int = typer.Option(None, min=1, help="measure each search trial on "
+                                         "only the first N of the --questions (a cheaper "
+                                         "first fidelity); the baseline and the finals "
+                                         "measure all of them (default: all)"),
     early_stop: float = typer.Option(0.0, min=0.0, max=0.9, help="judge each search trial "
                                      "after this share of its workload and stop it there "
                                      "when it is clearly slower than the best so far or its "
@@ -117,6 +121,7 @@ def sweep(
                              sampler=sampler, seed=seed, break_lock=break_lock,
                              deadline_s=deadline, early_stop=early_stop,
                              final_questions=final_questions,
+                             search_questions=search_questions,
                              options=resolved_options(ctx))
 
     if ray_address not in (None, "", "none", "auto", "local"):

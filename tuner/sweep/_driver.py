@@ -64,6 +64,9 @@ class SweepSettings:
     #: GSM8K questions of the pick's confirmation launches and of one more baseline launch,
     #: gated against each other (_final_sample.py); None: the screening sample
     final_questions: int | None = None
+    #: measured requests (GSM8K questions) of each search trial, a subset of the
+    #: baseline's and the finals': a cheaper first fidelity, the finals deciding; None: all
+    search_questions: int | None = None
     #: the options the user ran the sweep with, stored with the study (no secrets)
     options: dict[str, Any] | None = None
 
@@ -272,7 +275,9 @@ class Driver:
                 return False
             return True
         self.repeats_in_a_row = 0
-        opts = self._options_for(prop, baseline)
+        opts = options_for(self.options, prop, baseline, self.sweep.trials,
+                           self._final_questions(), self._early_stop(prop, baseline),
+                           self.s.search_questions)
         assert prop.config is not None
         job = TrialJob(key=prop.number, space=self.space, engine=self.engine,
                        config=prop.config, options=opts, deadline_s=self.s.deadline_s)
@@ -285,10 +290,6 @@ class Driver:
     def _final_questions(self) -> int | None:
         """The final sample's size when this sweep has one (a scored workload only)."""
         return self.s.final_questions if self.options.workload.kind == "gsm8k" else None
-
-    def _options_for(self, prop: Proposal, baseline: TrialSummary | None) -> TrialOptions:
-        return options_for(self.options, prop, baseline, self.sweep.trials,
-                           self._final_questions(), self._early_stop(prop, baseline))
 
     def _early_stop(self, prop: Proposal, baseline: TrialSummary | None) -> EarlyStop | None:
         """For a search trial once the baseline is measured: judge it against the best so

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tuner.study import Proposal
+from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import final_baseline_runs
 from tuner.trial import EarlyStop
@@ -44,32 +45,36 @@ def final_baseline(rows: list[TrialSummary], baseline: int) -> TrialSummary | st
 
 def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | None,
                 trials: Callable[[], list[TrialSummary]], final_questions: int | None,
-                early_stop: EarlyStop | None) -> TrialOptions:
-    """The options of ``prop``'s launch: judged against the baseline's
-    answers to the same questions; on the final sample, ``final_questions`` of them and the
-    baseline's final-sample launch's answers (none for that launch itself)."""
+                early_stop: EarlyStop | None, search_questions: int | None = None
+                ) -> TrialOptions:
+    """The options of ``prop``'s launch: judged against the baseline's answers to the same
+    questions; a search trial with ``search_questions`` measures only the first that many
+    of them (``TrialOptions.measure_first``); on the final sample, ``final_questions`` of them and
+    the baseline's final-sample launch's answers (none for that launch itself)."""
     base_pq = baseline.per_question if baseline is not None else None
     workload = options.workload
+    screen = search_questions if prop.role == Role.TRIAL else None
     if prop.final_sample and baseline is not None and final_questions:
         workload = workload.model_copy(update={"questions": final_questions})
         first = final_baseline(trials(), baseline.number)
         base_pq = (None if prop.remeasure_of == baseline.number
                    else first.per_question if isinstance(first, TrialSummary) else None)
-    return TrialOptions(**{**options.__dict__, "workload": workload,
+    return TrialOptions(**{**options.__dict__, "workload": workload, "measure_first": screen,
                            "baseline_per_question": base_pq, "early_stop": early_stop})
 
 
 def final_launch_s(rows: list[TrialSummary], questions: int, final_questions: int | None
                    ) -> float | None:
     """Expected wall seconds of one launch on the final sample: the median measured launch
-    with its part after start-up scaled from ``questions`` to ``final_questions`` (the
-    workload is the questions); None without a final sample or a measured launch yet."""
+    with its part after start-up scaled from its own questions (``questions`` when it
+    recorded none) to ``final_questions`` (the workload is the questions); None without a
+    final sample or a measured launch yet."""
     import statistics
 
     if not final_questions or questions <= 0:
         return None
-    spans = [(s.startup_s + (s.total_s - s.startup_s) * final_questions / questions)
-             / (s.time_scale or 1.0) for s in rows
+    spans = [(s.startup_s + (s.total_s - s.startup_s) * final_questions
+              / (len(s.per_question or ()) or questions)) / (s.time_scale or 1.0) for s in rows
              if s.measured and s.state == "COMPLETE" and s.total_s and s.startup_s is not None
              and s.total_s >= s.startup_s]
     return statistics.median(spans) if spans else None

@@ -66,6 +66,9 @@ class TrialResult(BaseModel):
     effect: list[KnobCheck] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
     warmup_requests: int = 0
+    #: measured prompts this launch was to send: the workload's, or the first
+    #: ``TrialOptions.measure_first`` of them (a search trial's cheaper fidelity)
+    planned_requests: int | None = None
     aggregates: Aggregates | None = None
     gate: GateVerdict | None = None
     log_path: str | None = None

@@ -86,6 +86,9 @@ class TrialOptions:
     server_env: dict[str, str] = field(default_factory=dict)
     #: stop early when clearly not a candidate (None: run the whole workload)
     early_stop: EarlyStop | None = None
+    #: measure only the first ``measure_first`` of the workload's prompts (a search trial's
+    #: cheaper fidelity: the baseline's first questions); None: all of them
+    measure_first: int | None = None
 
 
 def _now() -> str:
@@ -225,16 +228,19 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
         result.warmup_requests = len(prepared.warmup)
         t2 = time.monotonic()
         result.timings.warmup_s = (t2 - t1) * scale
-        stop, prompts = opts.early_stop, prepared.measured
+        stop, prompts = opts.early_stop, prepared.measured[:opts.measure_first or None]
+        result.planned_requests = len(prompts)
         first = stop.first(len(prompts)) if stop is not None else 0
         parts = ([prompts[:first], prompts[first:]] if 0 < first < len(prompts)
                  else [prompts])
-        result.requests = []
+        result.requests, sending = [], 0.0      # the judgement's own time is not the engine's
         for i, part in enumerate(parts):
+            t3 = time.monotonic()
             result.requests += run_requests(server.base_url, server.headers(), protocol,
                                             part, workload=workload, scale=scale,
                                             concurrency=n, timeout_s=timeout)
-            result.timings.benchmark_s = (time.monotonic() - t2) * scale
+            sending += time.monotonic() - t3
+            result.timings.benchmark_s = sending * scale
             if stop is not None and i + 1 < len(parts):
                 judge(result.requests, result)
                 _check_early(result, stop)
