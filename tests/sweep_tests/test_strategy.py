@@ -155,12 +155,12 @@ def _plan_after_screens(readings: dict[str, tuple[float, float, float]]
 
 
 def _combos(plan: StagedPlan, measured: dict[str, SimpleNamespace],
-            baseline: SimpleNamespace) -> list[tuple[str, str]]:
+            baseline: SimpleNamespace) -> list[tuple[str, str, str]]:
     out = []
     while (got := plan.next(measured, None, baseline)) is not None:
         cfg, why = got
         assert why == "combine"
-        out.append((cfg["moe_backend"], cfg["lm_head"]))
+        out.append((cfg["moe_backend"], cfg["lm_head"], cfg["speculative"]))
     return out
 
 
@@ -170,11 +170,29 @@ def test_a_runner_up_screen_that_ties_its_winner_is_combined_too() -> None:
     plan, measured, baseline = _plan_after_screens({
         "humming": (25.0, 24.0, 26.0), "marlin": (24.5, 23.5, 25.5),
         "bf16": (25.8, 25.3, 26.3), "fp8": (23.0, 22.5, 23.5), "NEXTN": (20.0, 19.5, 20.5)})
-    assert _combos(plan, measured, baseline) == [("marlin", "fp8"), ("humming", "fp8")]
+    assert _combos(plan, measured, baseline) == [("marlin", "fp8", "NEXTN"),
+                                                 ("humming", "fp8", "NEXTN")]
 
 
 def test_a_runner_up_screen_clearly_slower_is_not_combined() -> None:
     plan, measured, baseline = _plan_after_screens({
         "humming": (25.0, 24.8, 25.2), "marlin": (24.0, 23.8, 24.2),
         "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (20.0, 19.8, 20.2)})
-    assert _combos(plan, measured, baseline) == [("marlin", "fp8")]
+    assert _combos(plan, measured, baseline) == [("marlin", "fp8", "NEXTN")]
+
+
+def test_a_screen_that_ties_the_baseline_is_tried_in_the_combination() -> None:
+    # speculation behind the baseline's FP32 head read no faster than the baseline (search
+    # benchmark seed 0): the combination is also tried with it on
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (26.1, 25.6, 26.6)})
+    assert _combos(plan, measured, baseline) == [("humming", "fp8", "off"),
+                                                 ("humming", "fp8", "NEXTN")]
+
+
+def test_a_screen_clearly_slower_than_the_baseline_stays_out_of_the_combination() -> None:
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (28.0, 27.6, 28.4)})
+    assert _combos(plan, measured, baseline) == [("humming", "fp8", "off")]

@@ -14,7 +14,10 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    same combination with the runner-up instead: one launch per screen reads with a few
    percent of noise. In the search benchmark's seed 41 (docs/performance.md) a kernel
    truly 5% faster lost its screen to a slower one, and the whole search then stayed on
-   the slower kernel.
+   the slower kernel. Likewise a knob whose screen tied the baseline (no clear gain
+   alone) is tried added to the combination: in seed 0 speculation's screen, behind the
+   baseline's FP32 LM head, read no faster than the baseline, and the search never tried
+   it with the fastest kernel.
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -31,6 +34,7 @@ records every trial the same way, so Optuna's samplers learn from all of them.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -147,10 +151,13 @@ class StagedPlan:
         """Each top-level knob at the value whose screen was fastest and feasible, when that
         beat the baseline; then that combination with one knob at its runner-up value, for
         each knob whose runner-up also beat the baseline and ties the winner (intervals
-        overlapping). Empty when fewer than two knobs had a winner (one winner alone was
-        its own screen)."""
+        overlapping); then, for each knob none of whose screens beat the baseline but one
+        tied it, the combination with that value too (a change that helps little alone,
+        speculation behind an FP32 LM head, may help much beside the others). Empty when
+        fewer than two knobs had a winner (one winner alone was its own screen)."""
         base = self.space.complete({})
         by_knob: dict[str, list[tuple[float, Any, Any]]] = {}
+        unclear: dict[str, tuple[float, Any]] = {}
         for cfg in self.screens:
             s = measured.get(self._hash(cfg) or "")
             if s is None or not s.feasible or s.tpot_ms is None or baseline.tpot_ms is None:
@@ -158,6 +165,8 @@ class StagedPlan:
             (name,) = [n for n in cfg if not self.space.knob(n).when and cfg[n] != base.get(n)]
             if s.tpot_ms < baseline.tpot_ms:
                 by_knob.setdefault(name, []).append((s.tpot_ms, cfg[name], s))
+            elif _ties(s, baseline) and s.tpot_ms < unclear.get(name, (math.inf, None))[0]:
+                unclear[name] = (s.tpot_ms, cfg[name])
         if len(by_knob) < 2:
             return []
         ranked = {n: sorted(v, key=lambda x: x[0]) for n, v in by_knob.items()}
@@ -166,6 +175,9 @@ class StagedPlan:
         for name, screened in ranked.items():
             if len(screened) > 1 and _ties(screened[0][2], screened[1][2]):
                 out.append(self._complete({**chosen, name: screened[1][1]}, base))
+        for name, (_, value) in unclear.items():
+            if name not in chosen:
+                out.append(self._complete({**chosen, name: value}, base))
         return out
 
     def _complete(self, chosen: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
