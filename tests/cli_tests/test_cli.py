@@ -97,7 +97,8 @@ def test_doctor_reports_the_version_of_a_real_sglang_install(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("bad", [["--time-scale", "0"], ["--noise", "-1"],
-                                 ["--startup-timeout", "-5"], ["--trial-timeout", "0"]])
+                                 ["--startup-timeout", "-5"], ["--trial-timeout", "0"],
+                                 ["--search-questions", "40", "--questions", "30"]])
 def test_bad_sweep_values_are_one_line_errors(bad: list[str], tmp_path: Path) -> None:
     proc = run("sweep", str(SPARK), "--engine", "sim", "--storage", str(tmp_path / "s.db"),
                *bad)

@@ -108,6 +108,10 @@ def sweep(
     updates = {k: v for k, v in {"questions": questions, "max_tokens": max_tokens}.items()
                if v is not None}
     wl = space.spec.workload.model_copy(update=updates)
+    if search_questions is not None and search_questions > wl.questions:
+        raise UserError(f"--search-questions {search_questions} is more than the "
+                        f"{wl.questions} questions of each launch (--questions, or the "
+                        "space's workload.questions)")
     if wl.kind == "gsm8k" and gsm8k is None:
         raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
                         "test.jsonl and train.jsonl) or --gsm8k online")
