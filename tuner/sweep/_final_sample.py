@@ -49,18 +49,19 @@ def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | 
                 ) -> TrialOptions:
     """The options of ``prop``'s launch: judged against the baseline's answers to the same
     questions; a search trial with ``search_questions`` measures only the first that many
-    of them (``TrialOptions.measure_first``); on the final sample, ``final_questions`` of them and
-    the baseline's final-sample launch's answers (none for that launch itself)."""
+    of them (``TrialOptions.measure_first``); on the final sample, ``final_questions`` of
+    them and the baseline's final-sample launch's answers (none for that launch itself)."""
     base_pq = baseline.per_question if baseline is not None else None
     workload = options.workload
-    screen = search_questions if prop.role == Role.TRIAL else None
+    measure_first = search_questions if prop.role == Role.TRIAL else None
     if prop.final_sample and baseline is not None and final_questions:
         workload = workload.model_copy(update={"questions": final_questions})
         first = final_baseline(trials(), baseline.number)
         base_pq = (None if prop.remeasure_of == baseline.number
                    else first.per_question if isinstance(first, TrialSummary) else None)
-    return TrialOptions(**{**options.__dict__, "workload": workload, "measure_first": screen,
-                           "baseline_per_question": base_pq, "early_stop": early_stop})
+    return TrialOptions(**{**options.__dict__, "workload": workload,
+                           "measure_first": measure_first, "baseline_per_question": base_pq,
+                           "early_stop": early_stop})
 
 
 def final_launch_s(rows: list[TrialSummary], questions: int, final_questions: int | None

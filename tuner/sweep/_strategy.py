@@ -14,8 +14,8 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    same combination with the runner-up instead: one launch per screen reads with a few
    percent of noise. In the search benchmark's seed 41 (docs/performance.md) a kernel
    truly 5% faster lost its screen to a slower one, and the whole search then stayed on
-   the slower kernel. Likewise a knob whose screen tied the baseline (no clear gain
-   alone) is tried added to the combination: in seed 0 speculation's screen, behind the
+   the slower kernel. Likewise a knob whose screen only tied the baseline (no clear gain
+   alone) is also tried in the combination: in seed 0 speculation's screen, behind the
    baseline's FP32 LM head, read no faster than the baseline, and the search never tried
    it with the fastest kernel.
 3. **Local search**: unmeasured neighbours of the best feasible configuration
