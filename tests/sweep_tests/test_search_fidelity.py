@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SPARK
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.space import load_space
@@ -20,8 +21,7 @@ from tuner.sweep._base import TrialJob
 from tuner.trial import TrialResult
 
 
-SPARK = load_space(Path(__file__).resolve().parents[2] / "search_spaces"
-                   / "ling-3.0-flash-dgx-spark.yaml")
+SPACE = load_space(SPARK)
 
 
 class CountsItsQuestions(ModelRunner):
@@ -46,7 +46,7 @@ def test_search_trials_measure_the_first_questions_and_the_finals_all(
     study = model_sweep(tmp_path, runner, trials=20, seed=1, search_questions=12,
                         final_questions=final_questions)
     rows = {s.number: s for s in summaries(study) if s.launched}
-    full = SPARK.spec.workload.questions
+    full = SPACE.spec.workload.questions
     by_role = {role: [runner.asked[n] for n, s in rows.items() if s.role == role]
                for role in (Role.BASELINE, Role.TRIAL, Role.REMEASURE)}
     assert by_role[Role.BASELINE] == [full]
@@ -67,4 +67,4 @@ def test_search_trials_measure_the_first_questions_and_the_finals_all(
 def test_without_it_every_launch_measures_the_whole_workload(tmp_path: Path) -> None:
     runner = CountsItsQuestions(seed=1)
     model_sweep(tmp_path, runner, trials=12, seed=1)
-    assert set(runner.asked.values()) == {SPARK.spec.workload.questions}
+    assert set(runner.asked.values()) == {SPACE.spec.workload.questions}
