@@ -5,6 +5,7 @@ against. Kept apart from tuner's own table on purpose: a misspelt flag must fail
 STORE_TRUE = {
     "--enable-fp32-lm-head", "--disable-flashinfer-autotune", "--disable-shared-experts-fusion",
     "--enable-metrics", "--skip-server-warmup", "--trust-remote-code", "--enable-mixed-chunk",
+    "--enable-linear-replayssm-spec",
 }
 VALUED = {
     "--model-path", "--host", "--port", "--api-key", "--moe-runner-backend",
@@ -15,7 +16,8 @@ VALUED = {
     "--cuda-graph-bs-decode", "--attention-backend", "--fp8-gemm-backend",
     "--max-mamba-cache-size", "--chunked-prefill-size", "--page-size", "--context-length",
     "--reasoning-parser", "--tool-call-parser", "--json-model-override-args",
-    "--log-level", "--decode-log-interval",
+    "--log-level", "--decode-log-interval", "--speculative-dspark-block-size",
+    "--linear-replayssm-cache-len",
 }
 CHOICES = {
     "--moe-runner-backend": {
@@ -41,7 +43,8 @@ INT_VALUED = {
     "--port", "--speculative-num-steps", "--speculative-eagle-topk",
     "--speculative-num-draft-tokens", "--max-running-requests", "--cuda-graph-max-bs-decode",
     "--cuda-graph-bs-decode", "--max-mamba-cache-size", "--chunked-prefill-size", "--page-size",
-    "--context-length", "--decode-log-interval",
+    "--context-length", "--decode-log-interval", "--speculative-dspark-block-size",
+    "--linear-replayssm-cache-len",
 }
 FLOAT_VALUED = {"--mem-fraction-static"}
 ENV_VARS_STOCK = {
@@ -50,6 +53,21 @@ ENV_VARS_STOCK = {
     "SGLANG_FP8_IGNORED_LAYERS",
 }
 ENV_VARS_FORK_ONLY = {"SGLANG_ENABLE_FP8_LM_HEAD"}
+
+
+def check_ring(flags: list[str]) -> None:
+    """Raise AssertionError when a DSPARK launch's ReplaySSM ring cannot hold its verify
+    window: SGLang 0.5.23's KDA MambaPool (mem_cache/memory_pool.py) wants a power of two
+    at least 2 x (gamma + 1), checked only once the weights are loaded."""
+    args = dict(zip(flags, [*flags[1:], None], strict=True))
+    if args.get("--speculative-algorithm", "").upper() != "DSPARK":
+        return
+    assert "--speculative-draft-model-path" in args, "DSPARK without a draft path"
+    gamma = int(args.get("--speculative-dspark-block-size") or 8)
+    if "--enable-linear-replayssm-spec" in args:
+        ring = int(args.get("--linear-replayssm-cache-len") or 16)
+        assert ring & (ring - 1) == 0, f"ring {ring} is not a power of two"
+        assert ring >= 2 * (gamma + 1), f"ring {ring} < 2 * {gamma + 1}"
 
 
 def check_argv(flags: list[str]) -> None:

@@ -145,5 +145,6 @@ def test_space_show_counts_the_valid_configurations() -> None:
                          text=True)
     assert out.returncode == 0
     text = " ".join(out.stdout.split())          # rich wraps at the terminal width
-    assert "12,864 valid and distinct" in text and "1,728 refused" in text
+    # NEXTN and off: 12,864; DSPARK adds 4 MoE kernels x 3 heads x 11 gammas x 16 fractions
+    assert "14,976 valid and distinct" in text and "1,728 refused" in text
 

@@ -195,10 +195,13 @@ def test_every_generated_plan_passes_the_flag_table(path: Any) -> None:
     space = load_space(path)
     configs = list(space.iter_configs())
     rng = random.Random(0)
-    for values in [*rng.sample(configs, 400), space.complete({})]:
+    dspark = [c for c in configs if c.get("speculative") == "DSPARK"]   # every one
+    assert dspark
+    for values in [*rng.sample(configs, 400), *dspark, space.complete({})]:
         values, _ = ENGINE.repair(space, values)          # as a sweep launches them
         plan = ENGINE.plan(space, ENGINE.canonicalize(space, values), port=30123)
         table.check_argv(plan.argv[2:])
+        table.check_ring(plan.argv[2:])
         for var in plan.env:
             assert var in table.ENV_VARS_STOCK | table.ENV_VARS_FORK_ONLY, var
 

@@ -19,10 +19,16 @@ from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
 from tuner.engines._base import ServerProtocol
+from tuner.engines._sglang_block_draft import BLOCK_DRAFT_RULES
+from tuner.engines._sglang_block_draft import RING
+from tuner.engines._sglang_block_draft import block_draft_evidence
+from tuner.engines._sglang_block_draft import derived_flags
+from tuner.engines._sglang_block_draft import ring_violation
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
 from tuner.engines._sglang_flags import flags_for
+from tuner.engines._sglang_flags import table_note
 from tuner.engines._sglang_flags import table_version
 from tuner.engines._sglang_protocol import SGLangProtocol
 from tuner.engines._sglang_rules import ALGORITHM
@@ -39,12 +45,11 @@ from tuner.space import SearchSpace
 from tuner.space import value_key
 
 
-def render_value(value: Any, model_path: str) -> str:
-    """A flag value as SGLang's argparse reads it."""
+def render_value(value: Any, space: SearchSpace) -> str:
+    """A flag value as SGLang's argparse reads it, placeholders filled."""
     if isinstance(value, float):
         return repr(value)
-    text = str(value)
-    return text.replace("{model.path}", model_path)
+    return space.substitute(str(value))
 
 
 class SGLangEngine(Engine):
@@ -128,7 +133,7 @@ class SGLangEngine(Engine):
     # -- canonical form --------------------------------------------------------------------
     def canonicalize(self, space: SearchSpace, values: dict[str, Any]) -> Config:
         out = dict(values)
-        for rule in RULES:
+        for rule in (*RULES, *BLOCK_DRAFT_RULES):
             rule(space, out)
         # keep the space's knob order
         return Config({n: out[n] for n in space.order if n in out})
@@ -141,10 +146,22 @@ class SGLangEngine(Engine):
         """Move a sampler's proposal the server would crash on to the nearest one it runs:
         a draft count beyond the EAGLE tree becomes the largest the tree holds."""
         overflow = tree_overflow(space, values)
-        if overflow is None or overflow[0] not in values:
+        if overflow is not None and overflow[0] in values:
+            owner, most, reason = overflow
+            return {**values, owner: most}, f"{owner} {values[owner]} -> {most}: {reason}"
+        ring = ring_violation(space, values)
+        if ring is None:
             return values, None
-        owner, most, reason = overflow
-        return {**values, owner: most}, f"{owner} {values[owner]} -> {most}: {reason}"
+        given, least, reason = ring
+        view = View(space, values)
+        owner = view.flag_owner.get(RING)
+        if owner is None or owner not in values:
+            return values, None
+        fits = [v for v in space.domain(owner) or [] if int(v) >= least
+                and int(v) & (int(v) - 1) == 0]
+        if not fits:
+            return values, None
+        return {**values, owner: fits[0]}, f"{owner} {given} -> {fits[0]}: {reason}"
 
     # -- launch ----------------------------------------------------------------------------
     def entry_command(self, space: SearchSpace) -> list[str]:
@@ -163,6 +180,14 @@ class SGLangEngine(Engine):
         if truthy_env(view.env.get(FP8_LM_HEAD_ENV)) and view.flags.get(FP32_LM_HEAD):
             del view.flags[FP32_LM_HEAD]
             notes.append(f"{FP32_LM_HEAD} dropped: the FP8 LM head takes precedence")
+        for flag, value in derived_flags(space, config.as_dict()).items():
+            view.flags[flag] = value
+            notes.append(f"{flag} {value} derived: the ReplaySSM ring must be a power of "
+                         "two holding twice the verify window (SGLang's default 16 fails "
+                         "at start-up past a window of 8)")
+        version_note = table_note(space.spec.engine.version)
+        if version_note is not None:
+            notes.append(version_note)
         argv = [*self.entry_command(space), "--model-path", model_path]
         for flag, value in view.flags.items():
             if value is None or value is False:
@@ -170,15 +195,16 @@ class SGLangEngine(Engine):
             if value is True:
                 argv.append(flag)
             elif isinstance(value, list):
-                argv += [flag, *(render_value(v, model_path) for v in value)]
+                argv += [flag, *(render_value(v, space) for v in value)]
             else:
-                argv += [flag, render_value(value, model_path)]
+                argv += [flag, render_value(value, space)]
         argv += ["--host", host, "--port", str(port)]
         env = dict(view.env)
         env.update(self.extra_env)
         if self._plan_env is not None:
             env.update(self._plan_env(space))
         evidence = [self._evidence(space, n, v) for n, v in config.values.items()]
+        evidence += block_draft_evidence(space, config.as_dict())
         evidence += fixed_evidence(space)
         return LaunchPlan(
             engine=self.name, engine_version=space.spec.engine.version, argv=argv, env=env,
@@ -282,8 +308,7 @@ class SGLangEngine(Engine):
             if expected == "{value}":
                 return value
             if isinstance(expected, str):
-                return expected.replace("{value}", value_key(value)).replace(
-                    "{model.path}", space.spec.model.path)
+                return space.substitute(expected.replace("{value}", value_key(value)))
             return expected
 
         return KnobEvidence(

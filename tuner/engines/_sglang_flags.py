@@ -27,6 +27,9 @@ DEFAULT_VERSION = "0.5.23"
 @dataclass(frozen=True)
 class Flag:
     name: str
+    #: the ServerArgs field the flag sets: the key ``/server_info`` reports it under
+    #: (``--fp8-gemm-backend`` sets ``fp8_gemm_runner_backend``)
+    dest: str = ""
     store_true: bool = False
     choices: tuple[str, ...] | None = None
     nargs: bool = False
@@ -52,6 +55,17 @@ def table_version(version: str | None) -> str:
     return older[-1] if older else DEFAULT_VERSION
 
 
+def table_note(version: str | None) -> str | None:
+    """What to say when ``version`` has no flag table of its own (None when it has): the
+    space is checked and planned against another version's flags."""
+    if version in table_versions():
+        return None
+    used = table_version(version)
+    known = ", ".join(table_versions())
+    return (f"SGLang {version} has no flag table here (tables: {known}): its flags are "
+            f"checked against {used}'s; a flag it added or removed is not known")
+
+
 @functools.cache
 def flags_for(version: str | None = None) -> dict[str, Flag]:
     """Every spelling of every flag of SGLang ``version`` (see :func:`table_version`)."""
@@ -60,7 +74,8 @@ def flags_for(version: str | None = None) -> dict[str, Flag]:
     for rec in data["flags"]:
         choices = tuple(rec["choices"]) if rec["choices"] is not None else None
         for name in rec["names"]:
-            out[name] = Flag(name, store_true=rec["store_true"], choices=choices,
+            out[name] = Flag(name, dest=rec["dest"], store_true=rec["store_true"],
+                             choices=choices,
                              nargs=rec["nargs"], case_insensitive=rec["case"] is not None)
     return out
 

@@ -15,7 +15,9 @@ them in order:
   ``--speculative-num-draft-tokens`` to steps + 1;
 * :func:`_rule_draft_tree_fits` - a draft count larger than the EAGLE tree of (steps, topk)
   holds is refused (SGLang accepts the flags and crashes at the first decode); a sampler's
-  proposal is repaired instead (``SGLangEngine.repair``).
+  proposal is repaired instead (``SGLangEngine.repair``);
+* the block-draft rules (DSPARK, DFLASH) and the ReplaySSM ring, in
+  :mod:`tuner.engines._sglang_block_draft`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from tuner.engines._base import KnobEvidence
 from tuner.engines._sglang_flags import EAGLE_FAMILY
 from tuner.engines._sglang_flags import FLAGS
+from tuner.engines._sglang_flags import flags_for
 from tuner.errors import ConfigError
 from tuner.space import SearchSpace
 
@@ -63,7 +66,7 @@ class View:
         return None if v is False else v
 
 
-def _knob_flags(space: SearchSpace, name: str) -> set[str]:
+def knob_flags(space: SearchSpace, name: str) -> set[str]:
     """Every flag knob ``name`` can send, over all its values."""
     k = space.knob(name)
     if k.flag is not None:
@@ -82,7 +85,7 @@ def _rule_speculation_off(space: SearchSpace, values: dict[str, Any]) -> None:
     if View(space, values).flag(ALGORITHM) is not None:
         return
     for name in list(values):
-        flags = _knob_flags(space, name)
+        flags = knob_flags(space, name)
         if (flags and ALGORITHM not in flags and not _knob_envs(space, name)
                 and all(f.startswith("--speculative-") for f in flags)):
             del values[name]
@@ -93,7 +96,7 @@ def _rule_humming_only(space: SearchSpace, values: dict[str, Any]) -> None:
         return
     for name in list(values):
         envs = _knob_envs(space, name)
-        if (envs and not _knob_flags(space, name)
+        if (envs and not knob_flags(space, name)
                 and all(e.startswith(HUMMING_ENV_PREFIX) for e in envs)):
             del values[name]
 
@@ -122,7 +125,8 @@ def _rule_default_speculative_params(space: SearchSpace, values: dict[str, Any])
 
 def _rule_topk1_forces_draft_tokens(space: SearchSpace, values: dict[str, Any]) -> None:
     view = View(space, values)
-    if view.flag(ALGORITHM) is None:
+    algo = view.flag(ALGORITHM)
+    if algo is None or str(algo).upper() not in EAGLE_FAMILY:
         return
     steps, topk = view.flag(STEPS), view.flag(TOPK)
     if steps is None or topk is None or int(topk) != 1:
@@ -188,18 +192,20 @@ def fixed_evidence(space: SearchSpace) -> list[KnobEvidence]:
     for flag, value in space.spec.fixed_flags.items():
         if flag in _NOT_ECHOED or value is None or value is False:
             continue
-        field = _FOLDED_FIELD.get(flag, flag[2:].replace("-", "_"))
-        known = FLAGS.get(flag)
+        known = flags_for(space.spec.engine.version).get(flag) or FLAGS.get(flag)
+        field = _FOLDED_FIELD.get(flag) or (known.dest if known is not None and known.dest
+                                            else flag[2:].replace("-", "_"))
         if known is not None and known.nargs and not isinstance(value, list):
             value = [value]
         if isinstance(value, str):
-            value = value.replace("{model.path}", space.spec.model.path)
+            value = space.substitute(value)
         out.append(KnobEvidence(knob=f"(fixed) {flag}", value=value,
                                 server_info_if_present={field: value}))
     return out
 
 
-#: In application order; each mutates the completed configuration in place.
+#: In application order; each mutates the completed configuration in place (the adapter
+#: applies the block-draft rules after these).
 RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
     _rule_speculation_off,
     _rule_humming_only,
@@ -208,5 +214,3 @@ RULES: tuple[Callable[[SearchSpace, dict[str, Any]], None], ...] = (
     _rule_topk1_forces_draft_tokens,
     _rule_draft_tree_fits,
 )
-
-

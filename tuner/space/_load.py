@@ -30,6 +30,7 @@ _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _KNOWN_PLACEHOLDERS = {"model.path"}
+_DRAFT_PLACEHOLDER = re.compile(r"^model\.drafts\.([A-Za-z0-9_-]+)$")
 
 
 def _scalar(v: Any) -> bool:
@@ -205,8 +206,16 @@ class _Checker:
                 self.fail(path, "expected a string, number, boolean or list of them")
             if isinstance(v, str):
                 for ph in _PLACEHOLDER.findall(v):
+                    draft = _DRAFT_PLACEHOLDER.match(ph)
+                    if draft is not None and draft.group(1) in self.spec.model.drafts:
+                        continue
                     if ph not in _KNOWN_PLACEHOLDERS:
-                        self.fail(path, f"unknown placeholder {{{ph}}}; known: {{model.path}}")
+                        known = ", ".join(["{model.path}", *(
+                            f"{{model.drafts.{d}}}" for d in self.spec.model.drafts)])
+                        self.fail(path, f"unknown placeholder {{{ph}}}; known: {known}"
+                                  + ("" if draft is None else
+                                     f" (declare the draft under model.drafts."
+                                     f"{draft.group(1)})"))
 
     # -- conditions --------------------------------------------------------------------------
     def order(self) -> tuple[str, ...]:

@@ -20,6 +20,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
+class DraftModel(_Strict):
+    """An external draft model a speculative algorithm loads (DSPARK, DFLASH): a model fact,
+    written once under ``model.drafts`` and sent as ``{model.drafts.NAME}``."""
+
+    path: str = Field(min_length=1, description="what --speculative-draft-model-path "
+                      "receives (HF id or local directory)")
+    architecture: str | None = None
+    block_size: int | None = Field(
+        default=None, gt=0, le=1024, description="the block size the draft checkpoint "
+        "declares (DSPARK: gamma, the drafted tokens per round): what the engine resolves "
+        "when no flag sets it")
+    facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
+
+
 class ModelMeta(_Strict):
     """The served model."""
 
@@ -30,6 +44,9 @@ class ModelMeta(_Strict):
         default=None, gt=0, description="token ids the model accepts, [0, vocab_size): "
         "bounds the synthetic workload when model.path is not a local folder")
     facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
+    drafts: dict[str, DraftModel] = Field(
+        default_factory=dict, description="external draft models by name (a speculative "
+        "algorithm's, e.g. DSPARK); a flag value writes {model.drafts.NAME}")
 
 
 class MachineMeta(_Strict):

@@ -211,6 +211,15 @@ class SearchSpace:
         return out
 
     # ---- what a value launches --------------------------------------------------------------
+    def substitute(self, text: str) -> str:
+        """``text`` with its placeholders filled: ``{model.path}`` and
+        ``{model.drafts.NAME}`` (a draft's path)."""
+        model = self.spec.model
+        text = text.replace("{model.path}", model.path)
+        for name, draft in model.drafts.items():
+            text = text.replace(f"{{model.drafts.{name}}}", draft.path)
+        return text
+
     def contribution(self, name: str, value: Any) -> Contribution:
         """The flags and env vars knob ``name`` at ``value`` adds to a launch."""
         k = self.knob(name)
