@@ -153,15 +153,15 @@ class SGLangEngine(Engine):
         if ring is None:
             return values, None
         given, least, reason = ring
-        view = View(space, values)
-        owner = view.flag_owner.get(RING)
-        if owner is None or owner not in values:
+        ring_owner = View(space, values).flag_owner.get(RING)
+        if ring_owner is None or ring_owner not in values:
             return values, None
-        fits = [v for v in space.domain(owner) or [] if int(v) >= least
+        fits = [v for v in space.domain(ring_owner) or [] if int(v) >= least
                 and int(v) & (int(v) - 1) == 0]
         if not fits:
             return values, None
-        return {**values, owner: fits[0]}, f"{owner} {given} -> {fits[0]}: {reason}"
+        return ({**values, ring_owner: fits[0]},
+                f"{ring_owner} {given} -> {fits[0]}: {reason}")
 
     # -- launch ----------------------------------------------------------------------------
     def entry_command(self, space: SearchSpace) -> list[str]:
