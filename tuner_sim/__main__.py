@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = {None: "info", True: "ok", False: "FAIL"}[r.ok]
             if r.check == "above1":
                 verdict += " (>1x)"
-            elif r.check == "within5":
-                verdict += " (+-5%)"
+            elif r.check.startswith("within"):
+                verdict += f" (+-{r.check[6:]}%)"
             t.add_row(r.table, r.metric, f"{r.published:.2f} {r.unit}",
                       f"{r.model:.2f} {r.unit}", f"{r.error_pct:+.1f}%", verdict)
         Console(width=None if sys.stdout.isatty() else 180).print(t)

@@ -78,13 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     a("--flashinfer-mxfp4-moe-precision", choices=["default", "bf16", "fp8"],
       default="default")
     a("--enable-fp32-lm-head", action="store_true")
-    a("--fp8-gemm-backend", choices=FP8_GEMM_BACKENDS, default="auto")
+    a("--fp8-gemm-backend", dest="fp8_gemm_runner_backend", choices=FP8_GEMM_BACKENDS,
+      default="auto")
     a("--disable-flashinfer-autotune", action="store_true")
     a("--disable-shared-experts-fusion", action="store_true")
     a("--attention-backend", choices=ATTENTION_BACKENDS)
     a("--decode-attention-backend", choices=ATTENTION_BACKENDS)
     a("--prefill-attention-backend", choices=ATTENTION_BACKENDS)
     a("--linear-attn-backend", choices=LINEAR_ATTN_BACKENDS, default="triton")
+    a("--linear-attn-decode-backend", choices=LINEAR_ATTN_BACKENDS)
+    a("--linear-attn-verify-backend", choices=[*LINEAR_ATTN_BACKENDS, "nv_cutedsl"])
+    a("--enable-linear-replayssm", action="store_true")
+    a("--enable-linear-replayssm-spec", action="store_true")
+    a("--linear-replayssm-cache-len", type=int, default=16)
+    a("--mamba-ssm-dtype")
     a("--speculative-algorithm")
     a("--speculative-draft-model-path", "--speculative-draft-model",
       dest="speculative_draft_model_path")
@@ -92,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--speculative-eagle-topk", type=int)
     a("--speculative-num-draft-tokens", type=int)
     a("--speculative-draft-attention-backend")
+    a("--speculative-dspark-block-size", type=int)
+    a("--speculative-dspark-sps-table-path")
+    a("--speculative-dspark-confidence-sts-path")
+    a("--speculative-dspark-align-verify-tokens-to-graph-tier", action="store_true")
+    a("--speculative-dflash-block-size", type=int)
     a("--max-running-requests", type=int)
     a("--max-mamba-cache-size", type=int)
     a("--mamba-track-interval", type=int, default=256)
@@ -127,11 +139,95 @@ class Resolved:
     warnings: list[str] = field(default_factory=list)
 
 
+#: SGLang 0.5.23's gamma when neither the flag nor the draft checkpoint gives one
+#: (sglang/srt/speculative/dspark_components/dspark_config.py)
+DEFAULT_DSPARK_GAMMA = 7
+RAGGED_VERIFY_MODES = ("static", "cap-accept", "compact")
+
+
+def _resolve_replayssm(a: dict[str, Any], out: Resolved, env: dict[str, str]) -> None:
+    """``--enable-linear-replayssm-spec`` as 0.5.23's attention hook checks it, before any
+    algorithm forces its top-k (sglang/srt/arg_groups/attention_hook.py)."""
+    if not a["enable_linear_replayssm_spec"]:
+        return
+    if a["speculative_eagle_topk"] not in (None, 1):
+        raise LaunchError("ValueError", "--enable-linear-replayssm-spec requires a linear "
+                          "draft chain (--speculative-eagle-topk in {None, 1}); the chunked "
+                          "verify kernel uses a strictly-lower causal mask and is invalid for "
+                          "EAGLE tree verify. Got --speculative-eagle-topk="
+                          f"{a['speculative_eagle_topk']!r}.")
+    mode = env.get("SGLANG_RAGGED_VERIFY_MODE", "static")
+    algo = (a["speculative_algorithm"] or "").upper()
+    verify = a["linear_attn_verify_backend"]
+    if mode != "static" and (algo not in ("DSPARK", "DFLASH")
+                             or verify not in ("triton", "nv_cutedsl")):
+        raise LaunchError("ValueError", "--enable-linear-replayssm-spec with "
+                          f"SGLANG_RAGGED_VERIFY_MODE={mode} requires the KDA fold-every-"
+                          "commit family (DSPARK/DFLASH) and a ring-writing verify kernel "
+                          "(--linear-attn-verify-backend triton or nv_cutedsl); got "
+                          f"algorithm={a['speculative_algorithm']!r}, verify={verify!r}. "
+                          "Use SGLANG_RAGGED_VERIFY_MODE=static.")
+    if a["enable_linear_replayssm"]:
+        raise LaunchError("ValueError", "--enable-linear-replayssm-spec and "
+                          "--enable-linear-replayssm are mutually exclusive: they share the "
+                          "ring storage but drive it with incompatible cursor protocols "
+                          "(per-decode-forward vs per-verify-commit advance).")
+    if a["mamba_ssm_dtype"] is None:
+        a["mamba_ssm_dtype"] = "float32"
+        out.logs.append("--enable-linear-replayssm-spec: setting --mamba-ssm-dtype float32 "
+                        "(cached replay uses compensated checkpoint projection and "
+                        "materialization).")
+
+
+def _resolve_dspark(a: dict[str, Any], out: Resolved, draft_block: int | None) -> None:
+    """``_handle_dspark`` of 0.5.23 (sglang/srt/arg_groups/speculative_hook.py)."""
+    if a["speculative_draft_model_path"] is None:
+        raise LaunchError("ValueError", "DSpark dense speculative decoding requires setting "
+                          "--speculative-draft-model-path.")
+    for key in ("speculative_num_steps", "speculative_eagle_topk"):
+        if a[key] is not None and int(a[key]) != 1:
+            out.warnings.append(f"DSpark only supports {key} == 1; overriding {key}="
+                                f"{a[key]} to 1.")
+        a[key] = 1
+    gamma = a["speculative_dspark_block_size"]
+    if gamma is not None and int(gamma) <= 0:
+        raise LaunchError("ValueError", "DSpark requires --speculative-dspark-block-size to "
+                          f"be positive, got {gamma}.")
+    if gamma is None:
+        gamma = draft_block
+        if gamma is None and a["speculative_num_draft_tokens"] is None:
+            gamma = DEFAULT_DSPARK_GAMMA
+            out.warnings.append(f"DSpark gamma is not set; defaulting to {gamma}.")
+    if gamma is not None:
+        window = int(gamma) + 1
+        given = a["speculative_num_draft_tokens"]
+        if given is not None and int(given) != window:
+            raise LaunchError("ValueError", "DSpark speculative_num_draft_tokens must equal "
+                              f"gamma + 1 (= {window} for gamma={gamma}), but got "
+                              f"speculative_num_draft_tokens={given}.")
+        a["speculative_num_draft_tokens"] = window
+    if int(a["speculative_num_draft_tokens"]) < 2:
+        raise LaunchError("ValueError", "DSpark speculative_num_draft_tokens must be >= 2 "
+                          f"(= gamma + 1), got {a['speculative_num_draft_tokens']}.")
+    if a["max_running_requests"] is None:
+        a["max_running_requests"] = 48
+        out.warnings.append("Max running requests is reset to 48 for speculative decoding. "
+                            "You can override this by explicitly setting "
+                            "--max-running-requests.")
+
+
 def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int, int],
-            model_context: int, env: dict[str, str], memory_gb: float) -> Resolved:
-    """Apply SGLang 0.5.23's resolution rules (docs/sglang-facts.md, "Resolution rules")."""
+            model_context: int, env: dict[str, str], memory_gb: float,
+            draft_block: int | None = None) -> Resolved:
+    """Apply SGLang 0.5.23's resolution rules (docs/sglang-facts.md, "Resolution rules").
+    ``draft_block`` is the block size the DSPARK draft checkpoint declares (None: none)."""
     a = dict(vars(ns))
     out = Resolved(args=a)
+    mode = env.get("SGLANG_RAGGED_VERIFY_MODE", "static")
+    if mode not in RAGGED_VERIFY_MODES:
+        raise LaunchError("ValueError", f"invalid SGLANG_RAGGED_VERIFY_MODE={mode!r}; "
+                          "expected one of 'static', 'cap-accept', 'compact'")
+    _resolve_replayssm(a, out, env)
     if a["disable_cuda_graph"]:
         out.warnings.append("'--disable-cuda-graph' is deprecated and will be removed in a "
                             "future release. Use '--cuda-graph-backend-{decode,prefill}="
@@ -165,6 +261,11 @@ def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int,
         if name == "NEXTN":
             name = "EAGLE"
         a["speculative_algorithm"] = name
+        if name not in EAGLE_FAMILY | {"DSPARK"}:
+            raise LaunchError("NotImplementedError", f"simulator: speculative algorithm "
+                              f"{name} is not modelled (EAGLE/NEXTN and DSPARK are)")
+        if name == "DSPARK":
+            _resolve_dspark(a, out, draft_block)
         if name in EAGLE_FAMILY:
             if a["speculative_draft_model_path"] is None:
                 if architecture in AUTO_DRAFT_PATH:
@@ -193,9 +294,9 @@ def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int,
                 out.logs.append("Max running requests is reset to 48 for speculative "
                                 "decoding. You can override this by explicitly setting "
                                 "--max-running-requests.")
-            if a["mamba_track_interval"] < a["speculative_num_draft_tokens"]:
-                raise LaunchError("AssertionError", "mamba_track_interval must be >= "
-                                  "speculative_num_draft_tokens")
+        if a["mamba_track_interval"] < a["speculative_num_draft_tokens"]:
+            raise LaunchError("AssertionError", "mamba_track_interval must be >= "
+                              "speculative_num_draft_tokens")
         if a["speculative_moe_runner_backend"] is None:
             a["speculative_moe_runner_backend"] = a["moe_runner_backend"]
     else:

@@ -36,6 +36,7 @@ class SimRequest:
     ignore_eos: bool
     first_rate: float               # this request's depth-1 acceptance rate
     rng: random.Random
+    content: str = "math"           # content class (tuner_sim.content): acceptance, routing
     t_submit: float = field(default_factory=time.monotonic)
     emitted: int = 0
     verify_ct: int = 0
@@ -175,7 +176,7 @@ class Engine:
 
     def _accepted(self, r: SimRequest) -> int:
         n = 0
-        for p in self.perf.position_probs(r.first_rate, r.kind):
+        for p in self.perf.position_probs(r.first_rate, r.kind, r.content):
             if r.rng.random() >= p:
                 break
             n += 1
@@ -185,7 +186,8 @@ class Engine:
         spec = self.perf.s.speculative
         kind = batch[0].kind if len(batch) == 1 else "sampled"
         ctx = sum(r.prompt_tokens + r.emitted for r in batch) / len(batch)
-        ms = self.perf.decode_ms(ctx, kind, batch=len(batch)) * self._jitter()
+        ms = self.perf.decode_ms(ctx, kind, batch=len(batch),
+                                 content=batch[0].content) * self._jitter()
         self._sleep(ms)
         now = time.monotonic()
         produced = 0
@@ -197,7 +199,7 @@ class Engine:
                     n = 1 + acc
                     r.verify_ct += 1
                     r.correct_drafts += acc
-                    r.proposed_drafts += self.perf.s.steps
+                    r.proposed_drafts += self.perf.s.drafted
                     while len(r.hist) <= acc:
                         r.hist.append(0)
                     r.hist[acc] += 1
@@ -244,7 +246,7 @@ class Engine:
             s.last_interval_accept_length = accept
             s.spec_accept_tokens += tokens
             s.spec_forward_ct += rounds
-            rate = (accept - 1) / max(1, self.perf.s.steps)
+            rate = (accept - 1) / max(1, self.perf.s.drafted)
             line += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
         line += (f"cuda graph: True, gen throughput (token/s): {s.last_gen_throughput:.2f}, "
                  f"#queue-req: {len(self.pending)}")

@@ -38,12 +38,34 @@ class MemoryPlan:
         return self.avail_after_load_gb - self.kv_gb - self.mamba_gb
 
 
+def draft_weights_gb(model: Model, args: dict[str, Any]) -> float:
+    """Resident weights of the speculative draft: the NEXTN layer, or DSPARK's own layers."""
+    algo = args["speculative_algorithm"]
+    if algo is None:
+        return 0.0
+    if algo == "DSPARK" and model.dspark is not None:
+        return model.dspark.resident_gb
+    return model.nextn.weights_gb
+
+
+def draft_kv_bytes(model: Model, args: dict[str, Any]) -> int:
+    """KV bytes per token the draft adds to every token of the shared pool (SGLang 0.5.23
+    sizes the DSPARK/DFLASH pool by target + draft cell bytes: dflash_utils.py)."""
+    algo = args["speculative_algorithm"]
+    if algo is None:
+        return 0
+    if algo == "DSPARK" and model.dspark is not None:
+        return model.dspark.kv_bytes_per_token
+    return model.nextn.kv_bytes_per_token
+
+
 def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryPlan:
     f = float(args["mem_fraction_static"])
     spec = args["speculative_algorithm"] is not None
+    dspark = args["speculative_algorithm"] == "DSPARK"
     capacity = machine.memory_gib * GIB / 1e9
     free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
-    weights = model.weights_gb + (model.nextn.weights_gb if spec else 0.0)
+    weights = model.weights_gb + draft_weights_gb(model, args)
     avail = free0 - weights
     rest = free0 * f - weights
     if rest <= 0:
@@ -54,11 +76,17 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
             f"--mem-fraction-static={f}. Raise --mem-fraction-static above {need:.2f} "
             f"(weights use {weights:.2f} GB of {free0:.2f} GB available).")
     slots = args["max_mamba_cache_size"] or min(args["max_running_requests"] * 2, 256)
-    mamba = slots * model.kda_state_gb_per_request * (2.0 if spec else 1.0)
-    graph_sets = 1 + (3 if spec else 0)
+    ring = bool(args.get("enable_linear_replayssm_spec")) and spec
+    # Speculation keeps a second state per slot, except under the ReplaySSM ring, which
+    # charges each slot its ring of L records instead (0.5.23 kv_cache_configurator.py).
+    mamba = slots * model.kda_state_gb_per_request * (2.0 if spec and not ring else 1.0)
+    if ring:
+        mamba += (slots * int(args["linear_replayssm_cache_len"])
+                  * model.kda_ring_bytes_per_position / 1e9)
+    graph_sets = 1 + (1 if dspark else 3 if spec else 0)
     graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
         0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))
-    per_token = model.kv_bytes_per_token + (model.nextn.kv_bytes_per_token if spec else 0)
+    per_token = model.kv_bytes_per_token + draft_kv_bytes(model, args)
     kv = rest - mamba - graph
     page = max(1, int(args["page_size"]))
     tokens = int(max(kv, 0.0) * 1e9 / per_token) // page * page

@@ -10,11 +10,14 @@ A decode forward of M tokens at context C reads
 * the KV cache of the MLA layers for the context;
 * the LM head once, at its precision;
 
-over the machine's bandwidth, plus a fixed per-forward overhead. A speculative round is
+over the machine's bandwidth, plus a fixed per-forward overhead. A NEXTN round is
 ``steps`` draft forwards of the NEXTN layer (M = topk after the first) and one verify
-forward of M = draft tokens, plus a per-round overhead. Acceptance is a per-position
-process (:mod:`tuner_sim.acceptance`). All figures are machine time; the server divides
-by its time scale before sleeping.
+forward of M = draft tokens, plus a per-round overhead. A DSPARK round is one forward of
+the dense block draft (its layers, the shared LM head over gamma positions, its own KV)
+and one verify forward of M = gamma + 1, plus a per-round overhead. Acceptance is a
+per-position process whose rates depend on the draft, the content class and the decoding
+mode (docs/simulator.md). All figures are machine time; the server divides by its time
+scale before sleeping.
 """
 
 from __future__ import annotations
@@ -43,12 +46,23 @@ class Settings:
     draft_tokens: int = 4
     spec_moe_backend: str | None = None
     draft_lm_head_ok: bool = True  # False: the draft reads FP8 weights as BF16 (the trap)
+    algorithm: str = "EAGLE"       # resolved: EAGLE (NEXTN) or DSPARK, when speculative
+    gamma: int = 8                 # DSPARK: tokens drafted per round (verify gamma + 1)
+
+    @property
+    def dspark(self) -> bool:
+        return self.speculative and self.algorithm == "DSPARK"
+
+    @property
+    def drafted(self) -> int:
+        """Draft tokens proposed per round (what a verify can accept at most)."""
+        return self.gamma if self.dspark else self.steps
 
 
 def draft_tree_fits(s: Settings) -> bool:
     """Whether SGLang can build the EAGLE draft tree: ``organize_draft_results`` takes the
     top ``draft_tokens - 1`` of ``topk + (steps - 1) * topk**2`` scored candidates."""
-    if not s.speculative or s.topk == 1:
+    if not s.speculative or s.dspark or s.topk == 1:
         return True
     return s.draft_tokens - 1 <= s.topk + (s.steps - 1) * s.topk * s.topk
 
@@ -75,14 +89,21 @@ def settings_from(args: dict[str, Any], env: Callable[[str], str | None],
                               "SGLANG_HUMMING_INPUT_QUANT_CONFIG is not valid JSON") from None
         dtype = cfg.get("a_dtype") or cfg.get("input_dtype") or cfg.get("dtype")
         w4a8 = str(dtype).startswith("float8")
-    spec = args["speculative_algorithm"] is not None
+    algorithm = args["speculative_algorithm"]
+    spec = algorithm is not None
+    dspark = algorithm == "DSPARK"
+    draft_tokens = args["speculative_num_draft_tokens"] or 4
+    # The NEXTN draft of a fork without the module fix reads FP8 weights as BF16; DSPARK's
+    # draft projects through the shared head module with its quant method (0.5.23's
+    # project_through_lm_head), so it is assumed unaffected (docs/simulator.md).
+    trap = spec and not dspark and lm_head == "fp8" and not lm_head_module_shared
     return Settings(
         moe_backend=args["moe_runner_backend"], humming_w4a8=w4a8, lm_head=lm_head,
         speculative=spec, steps=args["speculative_num_steps"] or 3,
-        topk=args["speculative_eagle_topk"] or 1,
-        draft_tokens=args["speculative_num_draft_tokens"] or 4,
+        topk=args["speculative_eagle_topk"] or 1, draft_tokens=draft_tokens,
         spec_moe_backend=args["speculative_moe_runner_backend"],
-        draft_lm_head_ok=not (spec and lm_head == "fp8" and not lm_head_module_shared))
+        draft_lm_head_ok=not trap, algorithm=algorithm or "EAGLE",
+        gamma=draft_tokens - 1 if dspark else 8)
 
 
 @dataclass(frozen=True)
@@ -91,6 +112,7 @@ class Workload:
 
     kind: str = "sampled"          # sampled | greedy
     context: float = 1200.0        # mean tokens in context during decode
+    content: str = "math"          # math | code | chat | random (profiles.CONTENT_CLASSES)
 
 
 class PerfModel:
@@ -120,10 +142,11 @@ class PerfModel:
         return (self._ms(nbytes, self._moe_eff(backend))
                 + layers * self.machine.moe_layer_overhead_us.get(backend, 0.0) / 1000.0)
 
-    def lm_head_ms(self) -> float:
-        per_param = 1.0 if self.s.lm_head == "fp8" else 2.0
+    def lm_head_ms(self, precision: str | None = None) -> float:
+        precision = precision or self.s.lm_head
+        per_param = 1.0 if precision == "fp8" else 2.0
         nbytes = self.model.lm_head_params_m * 1e6 * per_param
-        return self._ms(nbytes, getattr(self.machine.efficiency.lm_head, self.s.lm_head))
+        return self._ms(nbytes, getattr(self.machine.efficiency.lm_head, precision))
 
     def kv_ms(self, context: float, bytes_per_token: int) -> float:
         return self._ms(context * bytes_per_token, self.machine.efficiency.kv)
@@ -150,17 +173,38 @@ class PerfModel:
                 + self.lm_head_ms()
                 + batch * self.kv_ms(context, n.kv_bytes_per_token))
 
+    def dspark_draft_ms(self, context: float, batch: int = 1) -> float:
+        """One forward of the DSPARK block draft: its dense layers once, the shared LM head
+        over the gamma positions (BF16 when the target's head is BF16 with FP32 logits:
+        the draft projects in the weight's dtype), its own KV over the context."""
+        d = self.model.dspark
+        assert d is not None, "the model profile has no DSPARK draft"
+        eff = self.machine.efficiency
+        head = "bf16" if self.s.lm_head == "fp32" else self.s.lm_head
+        return (self.machine.dspark_draft_overhead_ms
+                + self._ms(d.dense_read_gb * 1e9, eff.dense_fp8)
+                + self.lm_head_ms(head)
+                + batch * self.kv_ms(context, d.kv_bytes_per_token))
+
     def round_ms(self, context: float, overlap: float, batch: int = 1) -> float:
-        """One speculative round: the draft steps, then one verify of the draft tokens."""
+        """One speculative round: the draft, then one verify of the draft tokens."""
         s = self.s
+        if s.dspark:
+            return (self.dspark_draft_ms(context, batch)
+                    + self.forward_ms(s.gamma + 1, context, overlap, batch)
+                    + self.machine.dspark_round_overhead_ms)
         drafts = self.draft_ms(1, context, overlap, batch)
         drafts += (s.steps - 1) * self.draft_ms(s.topk, context, overlap, batch)
         return (drafts + self.forward_ms(s.draft_tokens, context, overlap, batch)
                 + self.machine.spec_round_overhead_ms)
 
-    def decode_ms(self, context: float, kind: str, batch: int = 1) -> float:
+    def overlap(self, kind: str, content: str = "math") -> float:
+        return float(getattr(getattr(self.model.routing_overlap, content), kind))
+
+    def decode_ms(self, context: float, kind: str, batch: int = 1, content: str = "math"
+                  ) -> float:
         """Machine time of one decode iteration (a plain step, or a speculative round)."""
-        overlap = getattr(self.model.routing_overlap, kind)
+        overlap = self.overlap(kind, content)
         if self.s.speculative:
             return self.round_ms(context, overlap, batch)
         return self.forward_ms(1, context, overlap, batch)
@@ -173,9 +217,11 @@ class PerfModel:
         eff = self.machine.efficiency
         chunks = max(1, math.ceil(new_tokens / 8192))
         per_chunk = min(new_tokens, 8192)
-        layers = m.moe_layers + (1 if self.s.speculative else 0)
+        layers = m.moe_layers + (1 if self.s.speculative and not self.s.dspark else 0)
         experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
         flops = 2.0 * m.params_active_b * 1e9 * new_tokens
+        if self.s.dspark and m.dspark is not None:      # the draft prefills its own layers
+            flops += 2.0 * m.dspark.params_b * 1e9 * new_tokens
         attn = 2.0 * m.mla_layers * new_tokens * (cached_tokens + new_tokens / 2) * 2 * 576
         compute_ms = (flops + attn) / (self.machine.prefill_tflops * 1e12) * 1e3
         stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
@@ -184,35 +230,39 @@ class PerfModel:
             compute_ms, stream_ms) + self.lm_head_ms()
 
     # -- acceptance -------------------------------------------------------------------------------
-    def acceptance_class(self, kind: str) -> AcceptanceClass:
-        return getattr(self.model.acceptance, kind)
+    def acceptance_class(self, kind: str, content: str = "math") -> AcceptanceClass:
+        algo = self.model.acceptance.DSPARK if self.s.dspark else self.model.acceptance.NEXTN
+        return getattr(getattr(algo, content), kind)
 
-    def position_probs(self, first: float, kind: str) -> list[float]:
-        """P(draft at depth i accepted | depths < i accepted), i = 1..steps."""
+    def position_probs(self, first: float, kind: str, content: str = "math") -> list[float]:
+        """P(draft at depth i accepted | depths < i accepted), i = 1..drafted."""
         s = self.s
         if not self.s.draft_lm_head_ok:
             return [0.0] * max(0, min(s.steps, s.draft_tokens - 1))
-        decay = self.acceptance_class(kind).decay
-        # The verify window holds draft_tokens nodes (root included): no path through it is
-        # deeper than draft_tokens - 1, and what is left over widens the tree.
-        depth = max(0, min(s.steps, s.draft_tokens - 1))
-        width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
-        w = width ** self.model.acceptance.topk_width_exponent
+        decay = self.acceptance_class(kind, content).decay
+        if s.dspark:            # a linear block of gamma: no tree
+            depth, w = s.gamma, 1.0
+        else:
+            # The verify window holds draft_tokens nodes (root included): no path through it
+            # is deeper than draft_tokens - 1, and what is left over widens the tree.
+            depth = max(0, min(s.steps, s.draft_tokens - 1))
+            width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
+            w = width ** self.model.acceptance.topk_width_exponent
         out = []
         for i in range(depth):
             p = min(max(first * decay ** i, 0.0), 1.0)
             out.append(1.0 - (1.0 - p) ** w)
         return out
 
-    def accept_length_given(self, first: float, kind: str) -> float:
+    def accept_length_given(self, first: float, kind: str, content: str = "math") -> float:
         """Expected tokens per round for a request whose first-depth rate is ``first``."""
         total, run = 1.0, 1.0
-        for p in self.position_probs(first, kind):
+        for p in self.position_probs(first, kind, content):
             run *= p
             total += run
         return total
 
-    def expected_accept_length(self, kind: str) -> float:
+    def expected_accept_length(self, kind: str, content: str = "math") -> float:
         """Trial accept length = sum tokens / sum verify rounds = 1 / E[1 / A(first)],
         over the Beta distribution of per-request rates."""
         if not self.s.speculative or not self.s.draft_lm_head_ok:
@@ -220,14 +270,15 @@ class PerfModel:
         from scipy import integrate
         from scipy import stats
 
-        c = self.acceptance_class(kind)
+        c = self.acceptance_class(kind, content)
         a, b = c.first * c.concentration, (1 - c.first) * c.concentration
         dist = stats.beta(a, b)
-        inv, _ = integrate.quad(lambda x: dist.pdf(x) / self.accept_length_given(x, kind),
-                                0.0, 1.0, limit=200)
+        inv, _ = integrate.quad(
+            lambda x: dist.pdf(x) / self.accept_length_given(x, kind, content), 0.0, 1.0,
+            limit=200)
         return 1.0 / inv
 
     def expected_tpot_ms(self, workload: Workload) -> float:
         """Token-weighted mean TPOT for a batch-1 workload (machine milliseconds)."""
-        step = self.decode_ms(workload.context, workload.kind)
-        return step / self.expected_accept_length(workload.kind)
+        step = self.decode_ms(workload.context, workload.kind, content=workload.content)
+        return step / self.expected_accept_length(workload.kind, workload.content)

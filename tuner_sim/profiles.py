@@ -64,6 +64,9 @@ class Machine(_M):
     step_overhead_ms: float
     draft_step_overhead_ms: float
     spec_round_overhead_ms: float
+    #: DSPARK: fixed cost of one block-draft forward and of one round (accept, KV commit)
+    dspark_draft_overhead_ms: float
+    dspark_round_overhead_ms: float
     prefill_overhead_ms: float
     startup: Startup
     #: Fixed cost per MoE layer per forward, by MoE backend (the kernels' launch and latency
@@ -86,21 +89,67 @@ class Gsm8kBehaviour(_M):
     accuracy_delta_pp: dict[str, float]
 
 
+#: Content classes the simulator tells apart (tuner_sim.content): math reasoning, code, open
+#: chat/prose, and random-token prompts (a benchmark's synthetic traffic).
+CONTENT_CLASSES = ("math", "code", "chat", "random")
+
+
 class AcceptanceClass(_M):
+    """Per-position acceptance: depth i is accepted with probability first * decay**(i-1)
+    given the earlier ones were; per request, ``first`` is Beta-distributed."""
+
     first: float
     decay: float
     concentration: float
 
 
-class Acceptance(_M):
+class ModeAcceptance(_M):
+    """One content class under sampling (temperature > 0) and greedy decoding."""
+
     sampled: AcceptanceClass
     greedy: AcceptanceClass
+
+
+class AlgorithmAcceptance(_M):
+    """One draft's acceptance, by content class."""
+
+    math: ModeAcceptance
+    code: ModeAcceptance
+    chat: ModeAcceptance
+    random: ModeAcceptance
+
+
+class Acceptance(_M):
+    NEXTN: AlgorithmAcceptance
+    DSPARK: AlgorithmAcceptance
     topk_width_exponent: float
 
 
 class Overlap(_M):
     sampled: float
     greedy: float
+
+
+class Overlaps(_M):
+    """Routing overlap of tokens verified together, by content class and mode."""
+
+    math: Overlap
+    code: Overlap
+    chat: Overlap
+    random: Overlap
+
+
+class DSparkDraft(_M):
+    """The DSPARK draft: a dense block drafter sharing the target's embedding and LM head."""
+
+    aliases: list[str]
+    architecture: str
+    block_size: int                 # gamma its config declares
+    resident_gb: float              # its own layers (embedding and LM head are shared)
+    dense_read_gb: float            # bytes read per draft forward, BF16
+    kv_bytes_per_token: int         # its own KV cache, carved from the same pool
+    params_b: float                 # of its own layers: prefill FLOPs
+    confidence_head: bool           # what a non-static ragged-verify mode needs
 
 
 class Model(_M):
@@ -125,10 +174,13 @@ class Model(_M):
     lm_head_params_m: float
     kv_bytes_per_token: int
     kda_state_gb_per_request: float
+    #: one position of the ReplaySSM spec ring, over every KDA layer (compact d/k records)
+    kda_ring_bytes_per_position: int = 0
     nextn: NextN
+    dspark: DSparkDraft | None = None
     gsm8k: Gsm8kBehaviour
     acceptance: Acceptance
-    routing_overlap: Overlap
+    routing_overlap: Overlaps
 
     @property
     def expert_bytes(self) -> float:

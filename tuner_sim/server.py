@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
@@ -30,6 +31,7 @@ from tuner_sim.config_file import merge_or_exit
 from tuner_sim.engine import Engine
 from tuner_sim.engine import SimRequest
 from tuner_sim.engine import crash_now
+from tuner_sim.content import classify
 from tuner_sim.gsm8k import FILLER
 from tuner_sim.gsm8k import Gsm8kOracle
 from tuner_sim.gsm8k import answer_tokens
@@ -37,6 +39,7 @@ from tuner_sim.gsm8k import count_tokens
 from tuner_sim.gsm8k import is_correct
 from tuner_sim.gsm8k import output_length
 from tuner_sim.gsm8k import uniform
+from tuner_sim.memory import draft_weights_gb
 from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
@@ -149,7 +152,8 @@ class SimServer:
             res = sim_args.resolve(self.ns, architecture=self.model.architecture,
                                    capability=self.machine.compute_capability,
                                    model_context=self.model.context_length, env=self.env,
-                                   memory_gb=self.machine.memory_gib)
+                                   memory_gb=self.machine.memory_gib,
+                                   draft_block=self._dspark_draft_block())
         except LaunchError as exc:
             self._die(exc.exc_type, exc.message)
         a = res.args
@@ -193,8 +197,7 @@ class SimServer:
             err = exc
         free0 = self.machine.memory_gib * 1.073741824 - self.machine.runtime_reserved_gib
         log(f"Load weight begin. avail mem={free0:.2f} GB")
-        weights = self.model.weights_gb + (self.model.nextn.weights_gb if settings.speculative
-                                           else 0.0)
+        weights = self.model.weights_gb + draft_weights_gb(self.model, a)
         load_s = weights / st.weight_load_gbs
         self.sleep(load_s)
         if a["moe_runner_backend"] == "humming":
@@ -210,6 +213,7 @@ class SimServer:
         if mem is None:
             self._die(err.exc_type, err.message)
         assert mem is not None
+        self._check_ring(a)
         self.mem = mem
         log(f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {mem.max_total_num_tokens}"
             f", KV size: {mem.kv_gb:.2f} GB")
@@ -223,6 +227,13 @@ class SimServer:
             f"max_running_requests={a['max_running_requests']}, context_len="
             f"{a['context_length']}, available_gpu_mem={mem.avail_after_pool_gb:.2f} GB")
         self._capture_graphs(a, mem.avail_after_pool_gb)
+        if settings.dspark:
+            d = self.model.dspark
+            log(f"Initialized DSpark draft runner. attention_backend={a['attention_backend']},"
+                f" model={d.architecture if d else 'DSparkDraftModel'}, gamma="
+                f"{settings.gamma}, verify_num_draft_tokens={settings.gamma + 1}, "
+                f"query_token_num={settings.gamma + 1}, sample_from_anchor=False, "
+                f"mask_token_id={self.model.vocab_size - 1}, markov_head=Linear")
         self.engine = Engine(
             self.perf, max_running=a["max_running_requests"], time_scale=self.scale,
             noise=self.noise, seed=self.seed, decode_log_interval=a["decode_log_interval"],
@@ -231,6 +242,44 @@ class SimServer:
         self.crash_after = faults.get("crash_after")
         self.startup_machine_s = st.process_s + extra + load_s
         self._serve(a)
+
+    def _dspark_draft_block(self) -> int | None:
+        """The block size the DSPARK draft at ``--speculative-draft-model-path`` declares:
+        a local folder's ``config.json`` (``dspark_block_size`` or ``block_size``, as
+        0.5.23 reads it), else the model profile's draft; a path that is neither cannot be
+        loaded (SGLang's OSError)."""
+        path = self.ns.speculative_draft_model_path
+        if (self.ns.speculative_algorithm or "").upper() != "DSPARK" or path is None:
+            return None
+        try:
+            cfg = json.loads((Path(path) / "config.json").read_text())
+        except (OSError, ValueError):
+            cfg = None
+        if isinstance(cfg, dict):
+            block = cfg.get("dspark_block_size", cfg.get("block_size"))
+            return int(block) if isinstance(block, int) else None
+        d = self.model.dspark
+        stem = path.rstrip("/").split("/")[-1].lower()
+        if d is None or stem not in [x.lower() for x in d.aliases]:
+            self._die("OSError", f"{path} is not a local folder and is not a valid model "
+                                 "identifier listed on 'https://huggingface.co/models' "
+                                 "(simulator: no DSPARK draft profile matches it)")
+        assert d is not None
+        return d.block_size
+
+    def _check_ring(self, a: dict[str, Any]) -> None:
+        """The KDA pool's ReplaySSM ring check, where 0.5.23 makes it: building the memory
+        pool, after the weights loaded (sglang/srt/mem_cache/memory_pool.py)."""
+        if not a["enable_linear_replayssm_spec"]:
+            return
+        ring = int(a["linear_replayssm_cache_len"])
+        window = a["speculative_num_draft_tokens"]
+        if ring & (ring - 1) != 0:
+            self._die("ValueError", f"spec-verify ring length must be a power of two, got "
+                                    f"{ring}")
+        if window is not None and ring < 2 * int(window):
+            self._die("ValueError", f"spec-verify ring too small: {ring} < 2 * {window} "
+                                    "(early-flush margin)")
 
     def _settings(self, a: dict[str, Any]) -> Settings:
         try:
@@ -274,7 +323,9 @@ class SimServer:
         name = "target verify" if spec else "target decode"
         per_req = a["speculative_num_draft_tokens"] if spec else 1
         phases = [(name, per_req)]
-        if spec:
+        if self.settings.dspark:
+            phases += [("DSpark draft", self.settings.gamma)]
+        elif spec:
             phases += [("draft decode", a["speculative_eagle_topk"]), ("draft extend", per_req)]
         total = jit_s
         for i, (phase, n) in enumerate(phases):
@@ -418,7 +469,8 @@ class SimServer:
             h = uniform("generic", prompt[-200:], seed)
             length = max(8, round(200 * (0.3 + 1.4 * h)))
             tokens = [FILLER[i % len(FILLER)] for i in range(length)]
-        c = self.perf.acceptance_class(kind)
+        content = classify(text, token_ids=input_ids is not None, gsm8k_hit=hit is not None)
+        c = self.perf.acceptance_class(kind, content)
         rng = random.Random(f"{self.seed}|{prompt[-256:]}|{seed}|{n_prompt}")
         a, b = c.first * c.concentration, (1 - c.first) * c.concentration
         first = rng.betavariate(a, b)
@@ -426,7 +478,8 @@ class SimServer:
         return SimRequest(
             rid=rid or (("warmup-" if warmup else "") + uuid.uuid4().hex),
             prompt_tokens=n_prompt, cached_tokens=cached, max_new_tokens=max(1, max_new),
-            kind=kind, tokens=tokens, ignore_eos=ignore_eos, first_rate=first, rng=rng)
+            kind=kind, tokens=tokens, ignore_eos=ignore_eos, first_rate=first, rng=rng,
+            content=content)
 
     def meta_info(self, req: SimRequest, final: bool) -> dict[str, Any]:
         m: dict[str, Any] = {
@@ -438,7 +491,7 @@ class SimServer:
         if final and req.t_done is not None:
             m["e2e_latency"] = req.t_done - req.t_submit
         if self.settings.speculative and req.verify_ct > 0:
-            steps = self.settings.steps
+            steps = self.settings.drafted
             m.update({
                 "spec_accept_rate": req.correct_drafts / (req.verify_ct * max(
                     1, self.settings.draft_tokens - 1)),
@@ -504,7 +557,8 @@ class SimServer:
             rows += [
                 ("counter", "sglang:spec_verify_calls_total", s.spec_verify_calls_total),
                 ("gauge", "sglang:spec_accept_length", s.last_interval_accept_length or 0.0),
-                ("gauge", "sglang:spec_num_steps", self.settings.steps),
+                ("gauge", "sglang:spec_num_steps", 1 if self.settings.dspark
+                 else self.settings.steps),
                 ("gauge", "sglang:spec_num_draft_tokens", self.settings.draft_tokens),
             ]
         out = []
