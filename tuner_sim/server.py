@@ -18,20 +18,20 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from tuner_sim import args as sim_args
 from tuner_sim.args import LaunchError
 from tuner_sim.config_file import merge_or_exit
+from tuner_sim.content import classify
 from tuner_sim.engine import Engine
 from tuner_sim.engine import SimRequest
 from tuner_sim.engine import crash_now
-from tuner_sim.content import classify
 from tuner_sim.gsm8k import FILLER
 from tuner_sim.gsm8k import Gsm8kOracle
 from tuner_sim.gsm8k import answer_tokens
