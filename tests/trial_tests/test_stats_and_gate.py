@@ -14,13 +14,13 @@ from tuner.trial._stats import token_weighted_tpot
 
 
 def rec(i: int, n: int, decode_ms_per_tok: float, *, ttft: float = 0.2, verify: int | None = None,
-        correct: bool | None = None) -> RequestRecord:
+        correct: bool | None = None, content: str | None = None) -> RequestRecord:
     e2e = ttft + (n - 1) * decode_ms_per_tok / 1000
     return RequestRecord(prompt_id=f"q{i}", prompt_tokens=100, completion_tokens=n,
                          ttft_s=ttft, e2e_s=e2e,
                          tpot_ms=(e2e - ttft) / (n - 1) * 1000 if n > 1 else None,
                          spec_verify_ct=verify, accept_length=n / verify if verify else None,
-                         correct=correct)
+                         correct=correct, content=content)
 
 
 def test_tpot_is_token_weighted_not_a_mean_of_request_tpots() -> None:
@@ -101,3 +101,24 @@ def test_accuracy_gate_needs_a_significant_drop_beyond_tolerance() -> None:
     assert not v.passed and v.fired()[0].rule == "accuracy_drop"
     assert v.constraints["accuracy_drop"] == pytest.approx(9.0)
     assert math.isfinite(v.rules[-1].value or 0)
+
+
+def test_a_mix_objective_weights_each_class_tpot_by_its_share_not_by_tokens() -> None:
+    # code: many long fast requests; chat: few short slow ones. Token weighting would let
+    # code's tokens swamp chat; the mix objective gives each class its share.
+    records = ([rec(i, 1001, 10.0 + 0.1 * i, content="code") for i in range(6)]
+               + [rec(10 + i, 101, 30.0 + 0.1 * i, content="chat") for i in range(4)])
+    agg = aggregate(records, {"code": 0.5, "chat": 0.5})
+    code, chat = agg.per_class["code"], agg.per_class["chat"]  # type: ignore[index]
+    assert agg.tpot_basis == "mix"
+    assert agg.tpot_ms == pytest.approx(0.5 * code.tpot_ms + 0.5 * chat.tpot_ms)  # type: ignore[operator]
+    plain = aggregate(records)
+    assert plain.tpot_ms < agg.tpot_ms                   # token-weighted leans to code
+    assert agg.tpot_ci95 is not None and agg.tpot_ci95.low < agg.tpot_ms < agg.tpot_ci95.high
+    assert code.share == 0.5 and plain.per_class["code"].share is None  # type: ignore[index]
+
+
+def test_a_class_missing_from_the_first_questions_leaves_the_others_renormalised() -> None:
+    records = [rec(i, 101, 20.0 + 0.1 * i, content="code") for i in range(3)]
+    agg = aggregate(records, {"code": 0.25, "chat": 0.75})
+    assert agg.tpot_ms == pytest.approx(aggregate(records).tpot_ms)

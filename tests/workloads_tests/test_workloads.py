@@ -20,7 +20,8 @@ def _settings(kind: str, tmp_path: Path) -> Settings:
     path.write_text("".join(json.dumps({"prompt": f"Tell me about {i}.", "id": f"p{i}"}) + "\n"
                             for i in range(12)))
     return Settings(kind=kind, questions=5, warmup_requests=2, input_len=64, output_len=32,
-                    path=str(path))
+                    path=str(path), mix={"math": 1, "code": 2, "chat": 1} if kind == "mix"
+                    else None)
 
 
 CONTEXT = Context(gsm8k=str(GSM8K_DIR), vocab_size=4096)
@@ -38,8 +39,9 @@ def test_every_kind_keeps_the_contract(kind: str, tmp_path: Path) -> None:
     for p in first.warmup + first.measured:
         assert (p.text is None) != (p.token_ids is None)   # exactly one form
         assert p.sampling.max_new_tokens >= 1
-    assert w.scored == any(p.answer is not None for p in first.measured)
-    if not w.scored:
+    assert w.scores(w.settings) == any(p.answer is not None for p in first.measured)
+    assert all(p.content for p in first.warmup + first.measured)   # every prompt has a class
+    if not w.scores(w.settings):
         assert w.score(first.measured[0], "42") == (None, None)
 
 
@@ -67,3 +69,53 @@ def test_jsonl_takes_per_line_caps_and_refuses_bad_lines_with_their_place(tmp_pa
         make_workload(Settings(kind="jsonl")).prepare()
     with pytest.raises(UserError, match="cannot read"):
         make_workload(Settings(kind="jsonl", path=str(tmp_path / "missing.jsonl"))).prepare()
+
+
+# ---- content classes ---------------------------------------------------------------------------
+
+def test_a_mix_splits_by_share_and_interleaves_so_any_first_part_is_mixed() -> None:
+    w = make_workload(Settings(kind="mix", questions=20, mix={"code": 0.6, "chat": 0.4}),
+                      CONTEXT)
+    classes = [p.content for p in w.prepare().measured]
+    assert classes.count("code") == 12 and classes.count("chat") == 8
+    for n in (5, 10):                    # a search trial's first questions keep the mix
+        assert abs(classes[:n].count("code") / n - 0.6) <= 0.2
+    assert not w.scores(w.settings)      # no math: nothing scored
+
+
+def test_a_mix_with_math_scores_only_its_gsm8k_prompts() -> None:
+    w = make_workload(Settings(kind="mix", questions=6, mix={"math": 1, "chat": 1}), CONTEXT)
+    measured = w.prepare().measured
+    math = [p for p in measured if p.content == "math"]
+    chat = [p for p in measured if p.content == "chat"]
+    assert len(math) == len(chat) == 3
+    assert w.score(chat[0], "42") == (None, None)
+    assert w.score(math[0], f"The answer is {math[0].answer}.")[0] is True
+
+
+def test_mix_settings_are_checked_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="needs 'mix'"):
+        Settings(kind="mix")
+    with pytest.raises(ValueError, match="add up to more than 0"):
+        Settings(kind="mix", mix={"code": 0})
+    with pytest.raises(ValueError, match="is for the 'mix' kind"):
+        Settings(kind="code", mix={"code": 1})
+
+
+def test_code_prompts_come_from_humaneval_and_chat_from_the_built_in_set() -> None:
+    code = make_workload(Settings(kind="code", questions=200), CONTEXT).prepare().measured
+    assert len(code) == 200 and "```python" in (code[0].text or "")
+    assert len({p.text for p in code}) == 164            # cycled past the set's 164
+    chat = make_workload(Settings(kind="chat", questions=3), CONTEXT).prepare().measured
+    assert all(p.content == "chat" and "def " not in (p.text or "") for p in chat)
+
+
+def test_a_jsonl_line_may_name_its_class(tmp_path: Path) -> None:
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"prompt": "fix this loop", "class": "code"}) + "\n"
+                 + json.dumps({"prompt": "hello"}) + "\n")
+    got = make_workload(Settings(kind="jsonl", path=str(f), content="chat")).prepare()
+    assert [p.content for p in got.measured] == ["code", "chat"]
+    f.write_text(json.dumps({"prompt": "x", "class": 7}) + "\n")
+    with pytest.raises(UserError, match="'class' must be a short label"):
+        make_workload(Settings(kind="jsonl", path=str(f))).prepare()

@@ -68,3 +68,54 @@ def split_command(text: str | None) -> list[str] | None:
     if not parts:
         raise UserError("--engine-command is empty")
     return parts
+
+
+def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | None = None,
+                  **updates: Any) -> Any:
+    """The space's workload with the command line's changes: ``kind`` (``--workload``),
+    ``mix`` (``--mix code=0.6,chat=0.4``, which implies the ``mix`` kind) and plain fields
+    (``None`` leaves the space's). A bad value is one line, exit 2."""
+    from pydantic import ValidationError
+
+    from tuner.space import Workload
+    from tuner.workloads import KINDS
+
+    if kind is not None and kind not in KINDS:
+        raise UserError(f"--workload {kind!r}: expected one of {', '.join(KINDS)}")
+    changes = {k: v for k, v in updates.items() if v is not None}
+    if kind is not None:
+        changes["kind"] = kind
+        if kind != "mix":
+            changes["mix"] = None
+    if mix is not None:
+        changes.update(kind="mix", mix=parse_mix(mix))
+    elif changes.get("kind") == "mix" and not space.spec.workload.mix:
+        raise UserError("--workload mix needs --mix, e.g. --mix code=0.6,chat=0.4")
+    try:
+        return Workload.model_validate({**space.spec.workload.model_dump(), **changes})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UserError(f"workload: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``code=0.6,chat=0.4`` -> shares (classes math, code, chat; numbers >= 0)."""
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, raw = item.strip().partition("=")
+        if not sep:
+            name, sep, raw = item.strip().partition(":")
+        name = name.strip()
+        if not sep or name not in ("math", "code", "chat"):
+            raise UserError(f"--mix {text!r}: expected CLASS=SHARE,... with classes math, "
+                            "code, chat (e.g. code=0.6,chat=0.4)")
+        try:
+            share = float(raw)
+        except ValueError:
+            raise UserError(f"--mix {text!r}: {raw.strip()!r} is not a number") from None
+        if not 0 <= share < float("inf") or name in out:
+            raise UserError(f"--mix {text!r}: each class once, with a share >= 0")
+        out[name] = share
+    if sum(out.values()) <= 0:
+        raise UserError(f"--mix {text!r}: the shares add up to 0")
+    return out

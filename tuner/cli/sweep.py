@@ -43,7 +43,13 @@ def sweep(
                                  "half the CPUs for the simulator)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K "
                               "test.jsonl and train.jsonl, or 'online'"),
-    questions: int = typer.Option(None, min=1, help="GSM8K subset size per trial"),
+    workload: str = typer.Option(None, help="gsm8k (math), code, chat, mix, synthetic or "
+                                 "jsonl (default: the space's workload.kind)"),
+    mix: str = typer.Option(None, help="tune for a mix of content classes, weighting each "
+                            "class's TPOT by its share: e.g. code=0.6,chat=0.4 (classes "
+                            "math, code, chat)"),
+    questions: int = typer.Option(None, min=1, help="requests measured per trial (the GSM8K "
+                                  "subset size; a mix's total)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
     time_scale: float = sim_options.TIME_SCALE,
     noise: float = sim_options.NOISE,
@@ -86,6 +92,7 @@ def sweep(
 
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
+    from tuner.cli._common import workload_with
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
     from tuner.errors import UserError
@@ -105,14 +112,13 @@ def sweep(
         trials = 30
     name = study or space.name
     location = locate(storage, name, artifacts)
-    updates = {k: v for k, v in {"questions": questions, "max_tokens": max_tokens}.items()
-               if v is not None}
-    wl = space.spec.workload.model_copy(update=updates)
+    wl = workload_with(space, kind=workload, mix=mix, questions=questions,
+                       max_tokens=max_tokens)
     if search_questions is not None and search_questions > wl.questions:
         raise UserError(f"--search-questions {search_questions} is more than the "
                         f"{wl.questions} questions of each launch (--questions, or the "
                         "space's workload.questions)")
-    if wl.kind == "gsm8k" and gsm8k is None:
+    if (wl.kind == "gsm8k" or "math" in wl.shares()) and gsm8k is None:
         raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
                         "test.jsonl and train.jsonl) or --gsm8k online")
     caps = engine_capabilities(choice, space) if check_engine else None

@@ -17,8 +17,10 @@ def trial(
     engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
     gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K test.jsonl "
                               "and train.jsonl, or 'online' to fetch the public files"),
-    workload: str = typer.Option(None, help="gsm8k, synthetic or jsonl (default: the "
-                                 "space's)"),
+    workload: str = typer.Option(None, help="gsm8k (math), code, chat, mix, synthetic or "
+                                 "jsonl (default: the space's)"),
+    mix: str = typer.Option(None, help="a mixed workload's class shares, e.g. "
+                            "code=0.6,chat=0.4 (classes math, code, chat)"),
     prompts: Path = typer.Option(None, help="the jsonl workload's prompts file (one "
                                  "{\"prompt\": ...} object a line)"),
     questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
@@ -47,6 +49,7 @@ def trial(
     """
     from tuner.cli._common import load_checked_space
     from tuner.cli._common import parse_sets
+    from tuner.cli._common import workload_with
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
     from tuner.cli._trial_report import print_result
@@ -54,20 +57,15 @@ def trial(
     from tuner.trial import TrialOptions
     from tuner.trial import TrialResult
     from tuner.trial import run_trial
-    from tuner.workloads import KINDS
 
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
                            noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
                            sim_profiles=sim_profiles)
     space = load_checked_space(space_file, choice.engine)
     config = choice.engine.resolve(space, parse_sets(space, set_))
-    updates = {k: v for k, v in {"kind": workload, "path": str(prompts) if prompts else None,
-                                 "questions": questions,
-                                 "max_tokens": max_tokens, "concurrency": concurrency,
-                                 "seed": seed}.items() if v is not None}
-    if workload is not None and workload not in KINDS:
-        raise UserError(f"--workload {workload!r}: expected one of {', '.join(KINDS)}")
-    wl = space.spec.workload.model_copy(update=updates)
+    wl = workload_with(space, kind=workload, mix=mix, path=str(prompts) if prompts else None,
+                       questions=questions, max_tokens=max_tokens, concurrency=concurrency,
+                       seed=seed)
     base = None
     if baseline is not None:
         try:

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
+from pydantic import model_validator
 
 
 class _Strict(BaseModel):
@@ -139,12 +140,23 @@ class Gate(_Strict):
     mcnemar_alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
 
 
+#: Content classes a workload's prompts belong to (speculation's gain depends on them):
+#: GSM8K is ``math``, the built-in HumanEval set ``code``, the built-in prose set ``chat``;
+#: a synthetic workload's random token ids are ``random``.
+CONTENT_CLASSES = ("math", "code", "chat")
+
+
 class Workload(_Strict):
     """The deployment-shaped workload trials are measured on."""
 
-    kind: Literal["gsm8k", "synthetic", "jsonl"] = "gsm8k"
+    kind: Literal["gsm8k", "synthetic", "jsonl", "code", "chat", "mix"] = "gsm8k"
     #: the prompts file of the ``jsonl`` kind (one ``{"prompt": ...}`` object a line)
     path: str | None = None
+    #: ``mix``: the share of each content class; the objective is the TPOT of each class
+    #: weighted by these shares (docs/trials.md, "Content-aware workloads")
+    mix: dict[Literal["math", "code", "chat"], float] | None = None
+    #: ``jsonl``: the class of a line that does not name its own (``"class": ...``)
+    content: str | None = Field(default=None, min_length=1, max_length=40)
     questions: int = Field(default=100, ge=1, le=100_000)
     num_shots: int = Field(default=5, ge=0, le=64)
     max_tokens: int = Field(default=2048, ge=1, le=1_048_576)
@@ -156,6 +168,38 @@ class Workload(_Strict):
     concurrency: int = Field(default=1, ge=1, le=4096)
     input_len: int = Field(default=1024, ge=1, le=1_048_576)
     output_len: int = Field(default=256, ge=1, le=1_048_576)
+
+    @model_validator(mode="after")
+    def _mix_matches_kind(self) -> Workload:
+        if self.kind == "mix":
+            if not self.mix:
+                raise ValueError("a 'mix' workload needs 'mix': the share of each class, "
+                                 "e.g. {code: 0.6, chat: 0.4}")
+            if any(not (w >= 0) or w == float("inf") for w in self.mix.values()):
+                raise ValueError("mix shares must be finite and >= 0")
+            if sum(self.mix.values()) <= 0:
+                raise ValueError("mix shares must add up to more than 0")
+        elif self.mix is not None:
+            raise ValueError(f"'mix' is for the 'mix' kind, not {self.kind!r}")
+        return self
+
+    def shares(self) -> dict[str, float]:
+        """The mix's shares normalised to 1, in class order, zero shares left out (empty
+        for a single-class workload)."""
+        if self.kind != "mix" or not self.mix:
+            return {}
+        total = sum(self.mix.values())
+        return {c: self.mix[c] / total for c in CONTENT_CLASSES  # type: ignore[index]
+                if self.mix.get(c, 0.0) > 0}  # type: ignore[call-overload]
+
+    def describe_content(self) -> str:
+        """``math (GSM8K)``, ``mix code 0.60 / chat 0.40``...: what the workload was."""
+        if self.kind == "mix":
+            return "mix " + " / ".join(f"{c} {w:.2f}" for c, w in self.shares().items())
+        if self.kind == "jsonl":
+            return f"your prompts ({self.content or 'classes per line'})"
+        return {"gsm8k": "math (GSM8K)", "code": "code (HumanEval)", "chat": "chat (prose)",
+                "synthetic": "random token ids"}[self.kind]
 
 
 class SpaceFile(_Strict):

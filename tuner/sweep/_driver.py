@@ -115,7 +115,8 @@ class Driver:
             space_yaml=space.source.read_text() if space.source is not None
             and space.source.is_file() else None, sweep_options=settings.options)
         self.sweep = SweepStudy(settings.location, settings.study_name, space, context=context,
-                                with_accuracy=KINDS[space.spec.workload.kind].scored,
+                                with_accuracy=KINDS[options.workload.kind].scores(
+                                    options.workload),
                                 sampler=settings.sampler, seed=settings.seed)
         self.study = self.sweep.study
         self.lock = self.sweep.lock

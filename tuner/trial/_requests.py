@@ -37,6 +37,8 @@ class RequestRecord(BaseModel):
     finish_reason: str | None = None
     correct: bool | None = None
     answer: str | None = None
+    #: the prompt's content class (math, code, chat, random, or a user's label)
+    content: str | None = None
 
 
 def _one(client: httpx.Client, protocol: ServerProtocol, workload: Workload | None,
@@ -52,7 +54,7 @@ def _one(client: httpx.Client, protocol: ServerProtocol, workload: Workload | No
         cached_tokens=c.cached_tokens, ttft_s=ttft, e2e_s=e2e,
         tpot_ms=(e2e - ttft) / (n - 1) * 1000 if n > 1 else None,
         spec_verify_ct=verify, accept_length=n / verify if verify else None,
-        finish_reason=c.finish_reason, correct=correct, answer=answer)
+        finish_reason=c.finish_reason, correct=correct, answer=answer, content=prompt.content)
 
 
 @contextlib.contextmanager

@@ -167,7 +167,7 @@ Judge = Callable[[list[RequestRecord], TrialResult], None]
 def _judge(space: SearchSpace, speculative: bool, opts: TrialOptions) -> Judge:
     """Aggregate and gate ``records`` into ``result``."""
     def judge(records: list[RequestRecord], result: TrialResult) -> None:
-        result.aggregates = aggregate(records)
+        result.aggregates = aggregate(records, opts.workload.shares() or None)
         result.gate = evaluate(
             result.aggregates, speculative=speculative, cfg=space.spec.gate,
             baseline_per_question=opts.baseline_per_question,

@@ -6,6 +6,9 @@
 * Accept length = sum of completion tokens / sum of verify rounds over measured requests
   (never the server's cumulative average, which includes warm-up).
 * Accuracy with a Wilson 95% interval; the per-question correctness vector is kept.
+* Per content class (a prompt's ``content``): the same TPOT and accept length over that
+  class's requests. A mix's objective is the classes' TPOTs weighted by their shares, with
+  an interval from the classes' standard errors (independent samples).
 """
 
 from __future__ import annotations
@@ -21,6 +24,17 @@ from tuner.trial._requests import RequestRecord
 class Interval(BaseModel):
     low: float
     high: float
+
+
+class ClassFigures(BaseModel):
+    """One content class's figures within a trial."""
+
+    requests: int
+    tpot_ms: float | None = None
+    tpot_ci95: Interval | None = None
+    accept_length: float | None = None
+    #: its weight in the objective (a mix's share; None when the objective is plain)
+    share: float | None = None
 
 
 class Aggregates(BaseModel):
@@ -42,6 +56,10 @@ class Aggregates(BaseModel):
     correct: int | None = None
     scored: int | None = None
     per_question: dict[str, bool] | None = None
+    #: figures per content class (present when the requests name their class)
+    per_class: dict[str, ClassFigures] | None = None
+    #: "mix": ``tpot_ms`` is the share-weighted TPOT of the classes; None: token-weighted
+    tpot_basis: str | None = None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -55,8 +73,8 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval | None] | None:
-    """Sum of decode time / sum of decode tokens (ms), with its 95% interval."""
+def _ratio(records: list[RequestRecord]) -> tuple[float, float | None, int] | None:
+    """(sum of decode ms / sum of decode tokens, its standard error, requests) or None."""
     pairs = [((r.e2e_s - r.ttft_s) * 1000, r.completion_tokens - 1) for r in records
              if r.completion_tokens > 1]
     if not pairs:
@@ -66,14 +84,67 @@ def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval |
     ratio = sum(x) / sum(y)
     n = len(pairs)
     if n < 2:
-        return ratio, None
+        return ratio, None, n
     ybar = sum(y) / n
     resid = sum((xi - ratio * yi) ** 2 for xi, yi in zip(x, y, strict=True))
-    se = math.sqrt(resid / (n * (n - 1))) / ybar
+    return ratio, math.sqrt(resid / (n * (n - 1))) / ybar, n
+
+
+def _interval(value: float, se: float | None, df: int) -> Interval | None:
+    if se is None or df < 1:
+        return None
     from scipy import stats
 
-    t = float(stats.t.ppf(0.975, n - 1))
-    return ratio, Interval(low=ratio - t * se, high=ratio + t * se)
+    t = float(stats.t.ppf(0.975, df))
+    return Interval(low=value - t * se, high=value + t * se)
+
+
+def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval | None] | None:
+    """Sum of decode time / sum of decode tokens (ms), with its 95% interval."""
+    got = _ratio(records)
+    if got is None:
+        return None
+    ratio, se, n = got
+    return ratio, _interval(ratio, se, n - 1)
+
+
+def per_class(records: list[RequestRecord], shares: dict[str, float] | None = None
+              ) -> dict[str, ClassFigures]:
+    """Each content class's TPOT and accept length (classes in order of appearance)."""
+    out: dict[str, ClassFigures] = {}
+    for c in dict.fromkeys(r.content for r in records if r.content):
+        assert c is not None
+        mine = [r for r in records if r.content == c]
+        fig = ClassFigures(requests=len(mine), share=(shares or {}).get(c))
+        tw = token_weighted_tpot(mine)
+        if tw is not None:
+            fig.tpot_ms, fig.tpot_ci95 = tw
+        spec = [r for r in mine if r.spec_verify_ct]
+        if spec:
+            fig.accept_length = sum(r.completion_tokens for r in spec) / sum(
+                r.spec_verify_ct or 0 for r in spec)
+        out[c] = fig
+    return out
+
+
+def weighted_tpot(records: list[RequestRecord], shares: dict[str, float]
+                  ) -> tuple[float, Interval | None] | None:
+    """The mix objective: each class's token-weighted TPOT times its share, the shares of
+    the classes measured renormalised to 1; the interval from the classes' standard
+    errors (t with the requests' degrees of freedom less one per class)."""
+    parts = []
+    for c, w in shares.items():
+        got = _ratio([r for r in records if r.content == c])
+        if got is not None and w > 0:
+            parts.append((w, *got))
+    if not parts:
+        return None
+    total = sum(p[0] for p in parts)
+    value = sum(w / total * ratio for w, ratio, _, _ in parts)
+    if any(se is None for _, _, se, _ in parts):
+        return value, None
+    se = math.sqrt(sum((w / total * (se or 0.0)) ** 2 for w, _, se, _ in parts))
+    return value, _interval(value, se, sum(n for *_, n in parts) - len(parts))
 
 
 def wilson(correct: int, n: int) -> Interval:
@@ -83,11 +154,16 @@ def wilson(correct: int, n: int) -> Interval:
     return Interval(low=float(ci.low), high=float(ci.high))
 
 
-def aggregate(records: list[RequestRecord]) -> Aggregates:
+def aggregate(records: list[RequestRecord], shares: dict[str, float] | None = None
+              ) -> Aggregates:
+    """The trial's figures; with ``shares`` (a mix's), TPOT is the share-weighted one."""
     agg = Aggregates(requests=len(records))
     if not records:
         return agg
-    tw = token_weighted_tpot(records)
+    tw = weighted_tpot(records, shares) if shares else token_weighted_tpot(records)
+    agg.tpot_basis = "mix" if shares else None
+    classes = per_class(records, shares)
+    agg.per_class = classes or None
     if tw is not None:
         agg.tpot_ms, agg.tpot_ci95 = tw
         agg.decode_tok_s = 1000.0 / agg.tpot_ms if agg.tpot_ms > 0 else None

@@ -1,6 +1,6 @@
 """Workloads trials are measured on: the :class:`Workload` contract, its implementations
-(GSM8K few-shot, synthetic token ids, a user's JSONL prompts) and the vocabulary bound of
-synthetic prompts."""
+(GSM8K few-shot, HumanEval code, prose chat, a mix of them, synthetic token ids, a user's
+JSONL prompts) and the vocabulary bound of synthetic prompts."""
 
 from __future__ import annotations
 
@@ -14,13 +14,17 @@ from tuner.workloads._base import Sampling
 from tuner.workloads._base import Workload
 from tuner.workloads._gsm8k import Gsm8k
 from tuner.workloads._jsonl import JsonlPrompts
+from tuner.workloads._mix import Mix
+from tuner.workloads._prose_code import Chat
+from tuner.workloads._prose_code import Code
 from tuner.workloads._synthetic import Synthetic
 from tuner.workloads.vocab import synthetic_id_range
 from tuner.workloads.vocab import vocab_size
 
 
 #: ``workload.kind`` -> implementation. A new workload is one module and one line here.
-KINDS: dict[str, type[Workload]] = {w.kind: w for w in (Gsm8k, Synthetic, JsonlPrompts)}
+KINDS: dict[str, type[Workload]] = {w.kind: w for w in (Gsm8k, Code, Chat, Mix, Synthetic,
+                                                         JsonlPrompts)}
 
 
 def make_workload(settings: WorkloadSettings, context: Context | None = None) -> Workload:

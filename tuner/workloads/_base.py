@@ -7,9 +7,12 @@ into a completion; the workload then scores the completion's text. Warm-up promp
 never scored or timed.
 
 Implementations are small private modules registered in :data:`tuner.workloads.KINDS`:
-``gsm8k`` (few-shot GSM8K, speed and accuracy), ``synthetic`` (random token ids from the
-model's vocabulary, speed only) and ``jsonl`` (a user's own prompts file, speed only).
-Adding one is one module and one registry line (docs/architecture.md).
+``gsm8k`` (few-shot GSM8K, the ``math`` class, speed and accuracy), ``code`` (HumanEval
+prompts), ``chat`` (built-in prose requests), ``mix`` (several classes in given shares),
+``synthetic`` (random token ids from the model's vocabulary, speed only) and ``jsonl`` (a
+user's own prompts file, each line optionally naming its class, speed only). Every prompt
+carries its content class. Adding one is one module and one registry line
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ class Prompt:
     text: str | None = None
     token_ids: tuple[int, ...] | None = None
     answer: str | None = None
+    #: the content class (``math``, ``code``, ``chat``, ``random``, or a user's label): what
+    #: per-class TPOT and a mix's weighted TPOT group by
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,11 @@ class Workload(abc.ABC):
     scored: ClassVar[bool] = False
     #: whether it sends token ids and so needs ``Context.vocab_size``
     needs_vocab: ClassVar[bool] = False
+
+    @classmethod
+    def scores(cls, settings: WorkloadSettings) -> bool:
+        """Whether these settings give scored prompts (an accuracy objective)."""
+        return cls.scored
 
     def __init__(self, settings: WorkloadSettings, context: Context) -> None:
         self.settings = settings

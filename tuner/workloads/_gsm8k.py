@@ -35,9 +35,10 @@ class Gsm8k(Workload):
         rng = random.Random(f"warmup-{w.seed}")
         warm = rng.sample(warm_pool, min(w.warmup_requests, len(warm_pool)))
         return Prepared(
-            warmup=[Prompt(f"warmup-{p.index}", sampling, text=data.prompt(prefix, p))
-                    for p in warm],
-            measured=[Prompt(p.id, sampling, text=data.prompt(prefix, p), answer=p.answer)
+            warmup=[Prompt(f"warmup-{p.index}", sampling, text=data.prompt(prefix, p),
+                           content="math") for p in warm],
+            measured=[Prompt(p.id, sampling, text=data.prompt(prefix, p), answer=p.answer,
+                             content="math")
                       for p in data.subset(test, w.questions, w.seed)])
 
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:

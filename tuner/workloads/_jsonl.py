@@ -1,5 +1,7 @@
 """A user's own prompts: one JSON object a line, ``{"prompt": "...", "id": "...",
-"max_tokens": N}`` (``id`` and ``max_tokens`` optional). Speed only, greedy.
+"max_tokens": N, "class": "code"}`` (``id``, ``max_tokens`` and ``class`` optional; a line
+without a class takes ``workload.content``, else ``other``). Speed only, greedy; the report
+shows TPOT per class.
 
 The first ``workload.questions`` lines are measured (all when there are fewer), the next
 ``warmup_requests`` lines (or the first ones again) warm up.
@@ -42,8 +44,11 @@ class JsonlPrompts(Workload):
             n = rec.get("max_tokens", self.settings.output_len)
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise UserError(f"{path}:{i}: max_tokens must be a positive integer")
+            label = rec.get("class", self.settings.content or "other")
+            if not isinstance(label, str) or not label.strip() or len(label) > 40:
+                raise UserError(f"{path}:{i}: 'class' must be a short label like code or chat")
             out.append(Prompt(str(rec.get("id", f"line-{i}")), Sampling(max_new_tokens=n),
-                              text=rec["prompt"]))
+                              text=rec["prompt"], content=label.strip()))
         if not out:
             raise UserError(f"{path}: no prompts")
         return out
@@ -53,5 +58,6 @@ class JsonlPrompts(Workload):
         n, k = self.settings.questions, self.settings.warmup_requests
         measured = prompts[:n]
         rest = prompts[n:] or prompts
-        warm = [Prompt(f"warmup-{p.id}", p.sampling, text=p.text) for p in rest[:k]]
+        warm = [Prompt(f"warmup-{p.id}", p.sampling, text=p.text, content=p.content)
+                for p in rest[:k]]
         return Prepared(warmup=warm, measured=measured)

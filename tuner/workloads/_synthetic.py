@@ -31,7 +31,7 @@ class Synthetic(Workload):
             return tuple(rng.randrange(low, high) for _ in range(w.input_len))
 
         return Prepared(
-            warmup=[Prompt(f"warmup-{i}", sampling, token_ids=ids())
+            warmup=[Prompt(f"warmup-{i}", sampling, token_ids=ids(), content="random")
                     for i in range(w.warmup_requests)],
-            measured=[Prompt(f"synthetic-{i}", sampling, token_ids=ids())
+            measured=[Prompt(f"synthetic-{i}", sampling, token_ids=ids(), content="random")
                       for i in range(w.questions)])

@@ -1,0 +1,92 @@
+"""A mix of content classes in given shares (``workload.mix``): ``math`` (GSM8K, scored),
+``code`` and ``chat``. Its objective is each class's TPOT weighted by its share
+(:func:`tuner.trial.aggregate`), so the pick is the fastest for that traffic.
+
+The measured requests are split by share (largest remainders) and interleaved so that any
+first part of them holds the classes in about their shares (a search trial's first
+questions, an early stop's judgement); the warm-up takes one prompt of each class in turn.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tuner.errors import UserError
+from tuner.space import Workload as WorkloadSettings
+from tuner.workloads import gsm8k as data
+from tuner.workloads._base import Prepared
+from tuner.workloads._base import Prompt
+from tuner.workloads._base import Workload
+from tuner.workloads._gsm8k import Gsm8k
+from tuner.workloads._prose_code import chat_prompts
+from tuner.workloads._prose_code import code_prompts
+from tuner.workloads._prose_code import sample
+
+
+def split(total: int, shares: dict[str, float]) -> dict[str, int]:
+    """``total`` requests by share, largest remainders first; every class with a share gets
+    at least one when ``total`` allows."""
+    exact = {c: total * w for c, w in shares.items()}
+    counts = {c: math.floor(x) for c, x in exact.items()}
+    by_rest = sorted(shares, key=lambda c: (counts[c] - exact[c], list(shares).index(c)))
+    for c in by_rest[:total - sum(counts.values())]:
+        counts[c] += 1
+    for c in shares:
+        if counts[c] == 0 and total >= len(shares):
+            donor = max(counts, key=lambda d: counts[d])
+            counts[donor] -= 1
+            counts[c] = 1
+    return counts
+
+
+def interleave(parts: dict[str, list[Prompt]], shares: dict[str, float]) -> list[Prompt]:
+    """One list in which each class's running count stays close to its share (smooth
+    weighted round robin)."""
+    queues = {c: list(p) for c, p in parts.items() if p}
+    credit = dict.fromkeys(queues, 0.0)
+    out: list[Prompt] = []
+    while queues:
+        weight = {c: shares[c] for c in queues}
+        total = sum(weight.values())
+        for c in queues:
+            credit[c] += weight[c]
+        pick = max(queues, key=lambda c: (credit[c], -list(parts).index(c)))
+        credit[pick] -= total
+        out.append(queues[pick].pop(0))
+        if not queues[pick]:
+            del queues[pick], credit[pick]
+    return out
+
+
+class Mix(Workload):
+    kind = "mix"
+
+    @classmethod
+    def scores(cls, settings: WorkloadSettings) -> bool:
+        return "math" in settings.shares()
+
+    def prepare(self) -> Prepared:
+        shares = self.settings.shares()
+        counts = split(self.settings.questions, shares)
+        parts: dict[str, Prepared] = {}
+        for c, n in counts.items():
+            sub = self.settings.model_copy(update={"questions": max(n, 1), "kind": "gsm8k"
+                                                   if c == "math" else c, "mix": None})
+            if c == "math":
+                if self.context.gsm8k is None:
+                    raise UserError("this mix has math (GSM8K): pass --gsm8k DIR (a folder "
+                                    "with test.jsonl and train.jsonl) or --gsm8k online")
+                parts[c] = Gsm8k(sub, self.context).prepare()
+            else:
+                pool = code_prompts() if c == "code" else chat_prompts()
+                parts[c] = sample(pool, sub, c)
+        measured = interleave({c: p.measured[:counts[c]] for c, p in parts.items()}, shares)
+        warm_pool = interleave({c: p.warmup for c, p in parts.items()},
+                               dict.fromkeys(parts, 1.0))
+        return Prepared(warmup=warm_pool[:self.settings.warmup_requests], measured=measured)
+
+    def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
+        if prompt.content != "math":
+            return None, None
+        answer = data.extract_final_number(text)
+        return (answer is not None and answer == prompt.answer), answer
