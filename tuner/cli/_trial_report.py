@@ -54,11 +54,11 @@ def print_result(r: TrialResult) -> None:
              else "TPOT, token-weighted mean")
     t.add_row(label, _fmt(a.tpot_ms, ".2f", " ms") + (
         f"  [{ci.low:.2f}, {ci.high:.2f}] 95% CI" if ci else ""))
-    for name, c in (a.per_class or {}).items() if len(a.per_class or {}) > 1 else ():
-        share = f", share {c.share:.2f}" if c.share is not None else ""
-        accept = f", accept {c.accept_length:.2f}" if c.accept_length else ""
-        t.add_row(f"  {name} ({c.requests} requests{share})",
-                  _fmt(c.tpot_ms, ".2f", " ms") + accept)
+    for name, fig in (a.per_class or {}).items() if len(a.per_class or {}) > 1 else ():
+        share = f", share {fig.share:.2f}" if fig.share is not None else ""
+        accept = f", accept {fig.accept_length:.2f}" if fig.accept_length else ""
+        t.add_row(f"  {name} ({fig.requests} requests{share})",
+                  _fmt(fig.tpot_ms, ".2f", " ms") + accept)
     t.add_row("TPOT median / P95", f"{_fmt(a.tpot_median_ms)} / {_fmt(a.tpot_p95_ms)} ms")
     t.add_row("decode throughput", _fmt(a.decode_tok_s, ".1f", " tok/s"))
     t.add_row("TTFT mean", _fmt(a.ttft_mean_s, ".3f", " s"))
