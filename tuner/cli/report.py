@@ -47,6 +47,7 @@ def report(
         from tuner.report import as_dict
 
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
+                               "workload": data.workload,
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
                                "failures": data.failures().to_dict(orient="records"),

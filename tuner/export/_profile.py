@@ -160,6 +160,10 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
             "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
             if a.accuracy_ci95 else None, "requests": a.requests,
         }
+        if a.per_class and (len(a.per_class) > 1 or a.tpot_basis == "mix"):
+            figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.per_class.items()}
+            figures["accept_length_by_class"] = {c: f.accept_length
+                                                 for c, f in a.per_class.items()}
         if estimate is not None and estimate.remeasured:
             figures.update({
                 "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
@@ -180,6 +184,7 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "config": result.config,
         "config_hash": result.config_hash,
         "workload": result.workload,
+        "tuned_for": _tuned_for(result.workload),
         "figures": figures,
         "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",
@@ -195,6 +200,24 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return [out / n for n in (*files, "profile.yaml")]
+
+
+def _tuned_for(workload: dict[str, Any]) -> str:
+    """The traffic the profile was tuned for, in words: speculation's gain depends on the
+    content (a profile tuned on code can be the wrong one for prose)."""
+    from pydantic import ValidationError
+
+    from tuner.space import Workload
+
+    try:
+        wl = Workload.model_validate(workload)
+    except ValidationError:
+        return "unrecorded"
+    what = wl.describe_content()
+    if wl.kind == "mix":
+        what += " (the objective: each class's TPOT weighted by its share)"
+    return (f"{what}; temperature {wl.temperature:g}, {wl.concurrency} request(s) in "
+            "flight")
 
 
 def result_of(study: Any, trial: Any, artifact_dir: Path) -> tuple[TrialResult, str | None]:

@@ -122,12 +122,16 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
     """A short run of the measured workload's kind and shape: accept length and TPOT."""
     expect = profile.get("expect") or {}
     wl = Workload.model_validate(profile.get("workload") or {})
-    kind = "gsm8k" if (wl.kind == "gsm8k" and gsm8k) else "synthetic"
-    # The verify workload has the measured workload's shape; a GSM8K profile checked
-    # without GSM8K data gets a synthetic one, whose TPOT is not comparable with the bound.
+    needs_gsm8k = wl.kind == "gsm8k" or "math" in wl.shares()
+    kind = wl.kind if wl.kind in ("gsm8k", "code", "chat", "mix") and (
+        gsm8k or not needs_gsm8k) else "synthetic"
+    # The verify workload has the measured workload's kind and shape (a mix, its shares);
+    # a profile measured on GSM8K checked without GSM8K data, or on a prompts file, gets a
+    # synthetic one, whose TPOT is not comparable with the bound.
     comparable = kind == wl.kind
     shape = {} if comparable else {"input_len": 512, "output_len": 256}
     check = wl.model_copy(update={"kind": kind, "questions": requests,
+                                  "mix": wl.mix if kind == "mix" else None,
                                   "warmup_requests": 1, "max_tokens": min(wl.max_tokens, 1024),
                                   **shape})
     vocab = None
@@ -142,7 +146,7 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
                                scale=scale)
     except RequestFailed as exc:
         return [Check("verify workload", False, f"{requests} requests", str(exc))]
-    agg = aggregate(records)
+    agg = aggregate(records, check.shares() or None)
     checks = []
     al = expect.get("accept_length")
     if al is not None:

@@ -50,6 +50,8 @@ class StudyData:
     importance: dict[str, float] = field(default_factory=dict)
     #: the accuracy gate's comparisons and their power (None: no accuracy objective)
     accuracy: AccuracyGate | None = None
+    #: what the study was measured on (``math (GSM8K)``, ``mix code 0.60 / chat 0.40``)
+    workload: str = ""
 
     @property
     def measured(self) -> pd.DataFrame:
@@ -127,7 +129,7 @@ def collect(study: Any) -> StudyData:
             "first_reading_ms": t.tpot_ms,
             "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
             "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
-            "ttft_s": t.ttft_s,
+            "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
             "reason": t.reason, "message": t.message,
             "gate": ", ".join(t.gate), "config": t.config,
             "config_hash": t.config_hash, "started_at": t.started_at,
@@ -154,7 +156,20 @@ def collect(study: Any) -> StudyData:
                      if pick is not None else frozenset(),
                      importance=tpot_importance(study, df),
                      accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
-                     if with_accuracy else None)
+                     if with_accuracy else None, workload=workload_text(study))
+
+
+def workload_text(study: Any) -> str:
+    """What the study's trials were measured on, in words (empty when unrecorded)."""
+    from pydantic import ValidationError
+
+    from tuner.space import Workload
+
+    recorded = context_of(study).workload
+    try:
+        return Workload.model_validate(recorded).describe_content() if recorded else ""
+    except ValidationError:
+        return ""
 
 
 def _gate(study: Any) -> Any:

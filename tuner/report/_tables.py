@@ -42,10 +42,23 @@ def _row(r: Any, data: StudyData) -> dict[str, Any]:
         "decode_tok_s": _num(r.get("decode_tok_s")), "accuracy": _num(r.get("accuracy")),
         "accuracy_ci95": _pair(r.get("acc_lo"), r.get("acc_hi")),
         "accept_length": _num(r.get("accept_length")), "speedup": _num(r.get("speedup")),
+        "tpot_ms_by_class": _classes(r.get("class_tpot_ms")),
         "on_front": bool(r.get("on_front")),
         "differs_from_baseline": differs(r, data.baseline),
         "verdict": _verdict(r, data),
     }
+
+
+def _classes(value: Any) -> dict[str, float | None] | None:
+    """A mixed workload's TPOT per content class (its first launch's), or None."""
+    return {c: _num(v) for c, v in value.items()} if isinstance(value, dict) and value else None
+
+
+def class_text(value: Any) -> str:
+    """``code 15.8 / chat 23.1``: per-class TPOT in ms, or empty."""
+    if not value:
+        return ""
+    return " / ".join(f"{c} {_fmt(v, '.1f')}" for c, v in value.items())
 
 
 def display_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -63,6 +76,8 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
                                            if r["accuracy_ci95"] else "")
         for _, r in df.iterrows()]
     out["accept"] = [_fmt(v, ".2f") for v in df["accept_length"]]
+    if "tpot_ms_by_class" in df and df["tpot_ms_by_class"].notna().any():
+        out["TPOT ms by class"] = [class_text(v) for v in df["tpot_ms_by_class"]]
     out["speed-up"] = [_fmt(v, ".2f") + ("x" if _num(v) is not None else "")
                        for v in df["speedup"]]
     out["differs from the baseline"] = df["differs_from_baseline"]
@@ -100,17 +115,21 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
     out.print(f"[bold]{data.name}[/]: {counts.get('feasible', 0)} feasible, "
               f"{counts.get('gated', 0)} gated, {counts.get('failed', 0)} failed"
               + (f", {counts['pruned']} stopped early" if counts.get("pruned") else "")
-              + f" trials{clock}")
+              + f" trials{clock}"
+              + (f"; measured on {data.workload}" if data.workload else ""))
     for title, df in (("Pareto front", front), ("Leaderboard", board)):
         t = Table(title=title)
-        for col in ("trial", "TPOT ms [95% CI]", "tok/s", "accuracy [95% CI]", "accept",
-                    "speed-up", "differs from the baseline", "verdict"):
-            t.add_column(col, overflow="fold")
         shown = display_table(df)
+        by_class = "TPOT ms by class" in shown
+        for col in ("trial", "TPOT ms [95% CI]", *(["TPOT ms by class"] if by_class else []),
+                    "tok/s", "accuracy [95% CI]", "accept", "speed-up",
+                    "differs from the baseline", "verdict"):
+            t.add_column(col, overflow="fold")
         for (_, r), (_, d) in zip(df.iterrows(), shown.iterrows(), strict=True):
             colour = {"feasible": "green", "gated": "yellow"}.get(r["kind"], "red")
             runs = f" x{r['launches']}" if r["launches"] > 1 else ""
-            t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs, d["tok/s"],
+            t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs,
+                      *([d["TPOT ms by class"]] if by_class else []), d["tok/s"],
                       d["accuracy [95% CI]"], d["accept"], d["speed-up"],
                       r["differs_from_baseline"], f"[{colour}]{r['verdict']}[/]")
         out.print(t)
