@@ -20,9 +20,9 @@ from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
 from tuner.engines._base import ServerProtocol
 from tuner.engines._sglang_block_draft import BLOCK_DRAFT_RULES
-from tuner.engines._sglang_block_draft import RING
 from tuner.engines._sglang_block_draft import block_draft_evidence
 from tuner.engines._sglang_block_draft import derived_flags
+from tuner.engines._sglang_block_draft import repair_ring
 from tuner.engines._sglang_block_draft import ring_violation
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import FLAGS
@@ -152,16 +152,11 @@ class SGLangEngine(Engine):
         ring = ring_violation(space, values)
         if ring is None:
             return values, None
-        given, least, reason = ring
-        ring_owner = View(space, values).flag_owner.get(RING)
-        if ring_owner is None or ring_owner not in values:
+        repaired = repair_ring(space, values)
+        if repaired is None:
             return values, None
-        fits = [v for v in space.domain(ring_owner) or [] if int(v) >= least
-                and int(v) & (int(v) - 1) == 0]
-        if not fits:
-            return values, None
-        return ({**values, ring_owner: fits[0]},
-                f"{ring_owner} {given} -> {fits[0]}: {reason}")
+        owner, value = repaired
+        return {**values, owner: value}, f"{owner} {values[owner]} -> {value}: {ring[2]}"
 
     # -- launch ----------------------------------------------------------------------------
     def entry_command(self, space: SearchSpace) -> list[str]:

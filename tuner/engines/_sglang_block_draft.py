@@ -137,6 +137,29 @@ def ring_violation(space: SearchSpace, values: dict[str, Any]) -> tuple[int, int
         f"the memory pool with '{sglang_error}'")
 
 
+def repair_ring(space: SearchSpace, values: dict[str, Any]) -> tuple[str, Any] | None:
+    """(knob, value) that moves a sampler's proposal off a ring too small for its window:
+    the ring-length knob to its smallest valid value, else the block-size knob to its
+    largest value whose window the ring holds; None when neither knob can."""
+    violation = ring_violation(space, values)
+    if violation is None:
+        return None
+    given, least, _ = violation
+    view = View(space, values)
+    owner = view.flag_owner.get(RING)
+    if owner in values and space.knob(owner).flag == RING:
+        fits = [v for v in space.domain(owner) or []
+                if int(v) >= least and int(v) & (int(v) - 1) == 0]
+        return (owner, fits[0]) if fits else None
+    algo = block_draft(view)
+    owner = view.flag_owner.get(algo.block_flag) if algo is not None else None
+    if algo is None or owner not in values or space.knob(owner).flag != algo.block_flag:
+        return None
+    power = given > 0 and given & (given - 1) == 0
+    fits = [v for v in space.domain(owner) or [] if power and 2 * algo.window(int(v)) <= given]
+    return (owner, fits[-1]) if fits else None
+
+
 def _rule_block_draft(space: SearchSpace, values: dict[str, Any]) -> None:
     view = View(space, values)
     algo = block_draft(view)

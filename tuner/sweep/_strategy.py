@@ -17,7 +17,10 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    the slower kernel. Likewise a knob whose screen only tied the baseline (no clear gain
    alone) is also tried in the combination: in seed 0 speculation's screen, behind the
    baseline's FP32 LM head, read no faster than the baseline, and the search never tried
-   it with the fastest kernel.
+   it with the fastest kernel. Last, for each ordered knob the combination turned on with a
+   wide domain (DSPARK's gamma, 2-12), the combination with that knob at its domain's
+   quartiles: one step at a time from the default, a noisy reading can send the walk the
+   wrong way (search benchmark seed 100: gamma 8 -> 9 -> 10 while the truth is best at 4).
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -178,6 +181,23 @@ class StagedPlan:
         for name, (_, value) in unclear.items():
             if name not in chosen:
                 out.append(self._complete({**chosen, name: value}, base))
+        return out + self._probes(out[0])
+
+    #: ordered conditional knobs with at least this many values get quartile probes
+    PROBE_MIN_VALUES = 6
+
+    def _probes(self, combo: dict[str, Any]) -> list[dict[str, Any]]:
+        """``combo`` with each wide ordered knob it turned on at its domain's quartiles."""
+        out = []
+        for name in combo:
+            k = self.space.knob(name)
+            dom = self.space.domain(name)
+            if (not k.when or k.type not in ("int", "float") or dom is None
+                    or len(dom) < self.PROBE_MIN_VALUES or name in self.space.capacity_knobs):
+                continue
+            for v in (dom[len(dom) // 4], dom[(3 * len(dom)) // 4]):
+                if v != combo[name]:
+                    out.append({**combo, name: v})
         return out
 
     def _complete(self, chosen: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
