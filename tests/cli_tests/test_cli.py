@@ -58,7 +58,7 @@ def test_doctor_without_sglang_says_so_and_exits_cleanly() -> None:
 def test_space_show_reports_size() -> None:
     proc = run("space", "show", str(SPARK))
     assert proc.returncode == 0, proc.stderr
-    assert "20,352 configurations" in proc.stdout
+    assert "22,464 configurations" in proc.stdout
     assert "spec_draft_tokens" in proc.stdout
 
 

@@ -28,8 +28,8 @@ def mixed_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("study")
     space = load_space(spark_searching_memory(tmp))
     settings = SweepSettings(study_name=STUDY, location=locate(str(tmp / "s.db"), STUDY),
-                             trials=30, sampler="random", seed=11)
-    runner = ModelRunner(seed=11, lm_head_module_shared=False)
+                             trials=30, sampler="random", seed=12)
+    runner = ModelRunner(seed=12, lm_head_module_shared=False)
     study = Driver(space, make_engine("sim"), TrialOptions(workdir=tmp, workload=space.spec
                    .workload), settings, lambda: runner).run()
     kinds = {("gated" if any(v > 0 for v in t.constraints.values()) else "feasible")

@@ -37,20 +37,24 @@ def test_locate_defaults_and_journal(tmp_path: Path) -> None:
 def test_suggest_follows_conditions() -> None:
     study = optuna.create_study(directions=["minimize", "maximize"],
                                 sampler=optuna.samplers.RandomSampler(seed=0))
-    seen_off = seen_on = 0
+    seen_off = seen_on = seen_dspark = 0
     for _ in range(60):
         t = study.ask()
         values = suggest(SPACE, t)
+        nextn = {"spec_steps", "spec_topk", "spec_draft_tokens"}
         if values["speculative"] == "off":
             seen_off += 1
-            assert not any(k.startswith("spec_") for k in t.params)
-        else:
+            assert not any(k.startswith(("spec_", "dspark_")) for k in t.params)
+        elif values["speculative"] == "NEXTN":
             seen_on += 1
-            assert {"spec_steps", "spec_topk", "spec_draft_tokens"} <= set(t.params)
+            assert nextn <= set(t.params) and "dspark_block_size" not in t.params
+        else:                                  # DSPARK: its own knob, none of NEXTN's
+            seen_dspark += 1
+            assert "dspark_block_size" in t.params and not nextn & set(t.params)
         assert ("humming_activation" in t.params) == (values["moe_backend"] == "humming")
         assert 0.55 <= values["mem_fraction"] <= 0.70
         study.tell(t, [1.0, 1.0])
-    assert seen_off and seen_on
+    assert seen_off and seen_on and seen_dspark
 
 
 def _study(tmp_path: Path) -> optuna.Study:

@@ -65,11 +65,12 @@ def test_duplicates_are_copied_not_run_with_model_backed_runner(tmp_path: Path) 
     data["knobs"]["spec_steps"].update({"low": 3, "high": 3})
     data["knobs"]["spec_topk"]["choices"] = [1]
     data["knobs"]["spec_draft_tokens"].update({"low": 4, "high": 4})
+    data["knobs"]["dspark_block_size"].update({"low": 8, "high": 8})
     data["knobs"]["mem_fraction"].update({"low": 0.68, "high": 0.68})
-    tiny = parse_space(yaml.safe_dump(data))     # 24 configurations at most
+    tiny = parse_space(yaml.safe_dump(data))     # 36 configurations at most
     runner = ModelRunner(seed=2)
-    study = run(tmp_path, runner, trials=40, space=tiny)
-    assert len(runner.launched) <= 24
+    study = run(tmp_path, runner, trials=50, space=tiny)
+    assert len(runner.launched) <= 36
     dupes = [t for t in study.get_trials() if t.user_attrs.get(ROLE) == "duplicate"]
     assert dupes
     for d in dupes:

@@ -41,6 +41,7 @@ def test_screens_change_one_top_level_knob_each_children_at_defaults() -> None:
         {"lm_head": "bf16"},
         {"lm_head": "fp8"},
         {"speculative": "NEXTN", "spec_steps": 3, "spec_topk": 1, "spec_draft_tokens": 4},
+        {"speculative": "DSPARK", "dspark_block_size": 8},
     ]
     assert all(c["mem_fraction"] == base["mem_fraction"] for c in got)   # capacity held
 
@@ -58,15 +59,19 @@ def test_coupled_neighbours_move_draft_steps_and_verify_window_together() -> Non
 
 def test_default_sweep_runs_baseline_screens_then_combination_with_model_backed_runner(
         tmp_path: Path) -> None:
-    study, runner = run(tmp_path, trials=12)
+    study, runner = run(tmp_path, trials=16)
     by = [t.user_attrs.get("proposed_by") for t in study.get_trials()
           if t.user_attrs.get("tuner:role") in ("baseline", "trial")]
-    assert by[:7] == [None, *["screen"] * 5, "combine"]
-    combo = runner.launched[6]
-    # the model's screen winners (humming, the FP8 head, NEXTN) together
+    assert by[:8] == [None, *["screen"] * 6, "combine"]
+    combo = runner.launched[7]
+    # the model's screen winners (humming, the FP8 head, DSPARK) together
     assert (combo["moe_backend"], combo["lm_head"], combo["speculative"]) == (
-        "humming", "fp8", "NEXTN")
-    assert "neighbour" in by[7:]
+        "humming", "fp8", "DSPARK")
+    # and, after any tied runner-ups, DSPARK's gamma at its domain's quartiles (4 and 10)
+    combined = [c for c, why in zip(runner.launched, by, strict=False) if why == "combine"]
+    probes = [c for c in combined if c.get("dspark_block_size") in (4, 10)]
+    assert [c["dspark_block_size"] for c in probes] == [4, 10]
+    assert all(c["moe_backend"] == "humming" and c["lm_head"] == "fp8" for c in probes)
 
 
 def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_backed_runner(
@@ -136,8 +141,9 @@ def test_an_out_of_memory_start_is_not_retried_with_model_backed_runner(
 def _plan_after_screens(readings: dict[str, tuple[float, float, float]]
                         ) -> tuple[StagedPlan, dict[str, SimpleNamespace], SimpleNamespace]:
     """A plan whose screens were measured: ``readings`` maps the changed value of each
-    screen (``humming``, ``marlin``, ``bf16``, ``fp8``, ``NEXTN``) to (TPOT, CI low, CI
-    high); the baseline reads 26 ms."""
+    screen (``humming``, ``marlin``, ``bf16``, ``fp8``, ``NEXTN``, ``DSPARK``) to (TPOT,
+    CI low, CI high); the baseline reads 26 ms. DSPARK reads 27 ms unless given."""
+    readings = {"DSPARK": (27.0, 26.8, 27.2), **readings}
     def hash_of(values: dict[str, object]) -> str:
         repaired, _ = ENGINE.repair(SPACE, values)
         return ENGINE.canonicalize(SPACE, repaired).hash()
@@ -196,3 +202,16 @@ def test_a_screen_clearly_slower_than_the_baseline_stays_out_of_the_combination(
         "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
         "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (28.0, 27.6, 28.4)})
     assert _combos(plan, measured, baseline) == [("humming", "fp8", "off")]
+
+
+def test_a_combination_with_dspark_probes_its_gamma_at_the_quartiles() -> None:
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (25.0, 24.8, 25.2),
+        "DSPARK": (22.0, 21.8, 22.2)})
+    gammas = []
+    while (got := plan.next(measured, None, baseline)) is not None:
+        cfg, why = got
+        assert why == "combine" and cfg["speculative"] == "DSPARK"
+        gammas.append(cfg["dspark_block_size"])
+    assert gammas == [8, 4, 10]                  # the default, then the domain's quartiles

@@ -59,9 +59,10 @@ def assert_clean(r: TrialResult) -> None:
 
 
 def model_tpot(settings: Settings, context: float, accept: float = 1.0) -> float:
+    """The model's TPOT for the synthetic workload: random token ids, greedy."""
     pm = PerfModel(load_machine("dgx-spark"), load_model_for_path("x/ling-3.0-flash-fp4"),
                    settings)
-    return pm.decode_ms(context, "greedy") / accept
+    return pm.decode_ms(context, "greedy", content="random") / accept
 
 
 SYNTH = {"kind": "synthetic", "input_len": 2048, "output_len": 256, "questions": 6,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from typing import Any
 
 
 if TYPE_CHECKING:
@@ -11,6 +12,15 @@ if TYPE_CHECKING:
 
 def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "-" if v is None else f"{v:{spec}}{unit}"
+
+
+def _class_rows(t: Any, a: Any) -> None:
+    """One row per content class when the trial measured several."""
+    for name, fig in (a.per_class or {}).items() if len(a.per_class or {}) > 1 else ():
+        share = f", share {fig.share:.2f}" if fig.share is not None else ""
+        accept = f", accept {fig.accept_length:.2f}" if fig.accept_length else ""
+        t.add_row(f"  {name} ({fig.requests} requests{share})",
+                  _fmt(fig.tpot_ms, ".2f", " ms") + accept)
 
 
 def print_result(r: TrialResult) -> None:
@@ -54,11 +64,7 @@ def print_result(r: TrialResult) -> None:
              else "TPOT, token-weighted mean")
     t.add_row(label, _fmt(a.tpot_ms, ".2f", " ms") + (
         f"  [{ci.low:.2f}, {ci.high:.2f}] 95% CI" if ci else ""))
-    for name, fig in (a.per_class or {}).items() if len(a.per_class or {}) > 1 else ():
-        share = f", share {fig.share:.2f}" if fig.share is not None else ""
-        accept = f", accept {fig.accept_length:.2f}" if fig.accept_length else ""
-        t.add_row(f"  {name} ({fig.requests} requests{share})",
-                  _fmt(fig.tpot_ms, ".2f", " ms") + accept)
+    _class_rows(t, a)
     t.add_row("TPOT median / P95", f"{_fmt(a.tpot_median_ms)} / {_fmt(a.tpot_p95_ms)} ms")
     t.add_row("decode throughput", _fmt(a.decode_tok_s, ".1f", " tok/s"))
     t.add_row("TTFT mean", _fmt(a.ttft_mean_s, ".3f", " s"))

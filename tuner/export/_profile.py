@@ -131,6 +131,35 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
     return out
 
 
+def _figures(result: TrialResult, estimate: Estimate | None) -> dict[str, Any]:
+    """The profile's measured figures: the trial's, its pooled TPOT when the finals
+    re-measured it, and a mix's TPOT and accept length by content class."""
+    a = result.aggregates
+    if a is None:
+        return {}
+    figures: dict[str, Any] = {
+        "tpot_ms": a.tpot_ms, "tpot_ci95": [a.tpot_ci95.low, a.tpot_ci95.high]
+        if a.tpot_ci95 else None, "tpot_median_ms": a.tpot_median_ms,
+        "tpot_p95_ms": a.tpot_p95_ms, "decode_tok_s": a.decode_tok_s,
+        "ttft_mean_s": a.ttft_mean_s, "e2e_mean_s": a.e2e_mean_s,
+        "accept_length": a.accept_length, "accuracy": a.accuracy,
+        "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
+        if a.accuracy_ci95 else None, "requests": a.requests,
+    }
+    if a.per_class and (len(a.per_class) > 1 or a.tpot_basis == "mix"):
+        figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.per_class.items()}
+        figures["accept_length_by_class"] = {c: f.accept_length
+                                             for c, f in a.per_class.items()}
+    if estimate is not None and estimate.remeasured:
+        figures.update({
+            "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
+            "tpot_first_reading_ms": a.tpot_ms, "tpot_launches": estimate.launches,
+            "tpot_is": ("the mean of the confirmation launches taken after the finals "
+                        "chose it (unbiased)" if estimate.unbiased else
+                        "the mean over its launches")})
+    return figures
+
+
 def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
@@ -147,30 +176,8 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
     for name, text in files.items():
         (out / name).write_text(text)
     (out / "launch.sh").chmod(0o755)
-    a = result.aggregates
     base = baseline.aggregates if baseline is not None else None
-    figures: dict[str, Any] = {}
-    if a is not None:
-        figures = {
-            "tpot_ms": a.tpot_ms, "tpot_ci95": [a.tpot_ci95.low, a.tpot_ci95.high]
-            if a.tpot_ci95 else None, "tpot_median_ms": a.tpot_median_ms,
-            "tpot_p95_ms": a.tpot_p95_ms, "decode_tok_s": a.decode_tok_s,
-            "ttft_mean_s": a.ttft_mean_s, "e2e_mean_s": a.e2e_mean_s,
-            "accept_length": a.accept_length, "accuracy": a.accuracy,
-            "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
-            if a.accuracy_ci95 else None, "requests": a.requests,
-        }
-        if a.per_class and (len(a.per_class) > 1 or a.tpot_basis == "mix"):
-            figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.per_class.items()}
-            figures["accept_length_by_class"] = {c: f.accept_length
-                                                 for c, f in a.per_class.items()}
-        if estimate is not None and estimate.remeasured:
-            figures.update({
-                "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
-                "tpot_first_reading_ms": a.tpot_ms, "tpot_launches": estimate.launches,
-                "tpot_is": ("the mean of the confirmation launches taken after the finals "
-                            "chose it (unbiased)" if estimate.unbiased else
-                            "the mean over its launches")})
+    figures = _figures(result, estimate)
     profile = {
         "profile_version": 1,
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
