@@ -141,3 +141,52 @@ def test_an_sglang_whose_help_cannot_run_is_probed_with_its_versions_generated_t
     monkeypatch.setenv("PYTHONPATH", str(other))
     caps = inspect_engine([sys.executable, "-m", "fakeengine"])
     assert caps.flags is None and caps.flags_source is None
+
+
+def test_a_wrapper_that_imports_the_standard_library_first_is_probed_as_its_engine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a wrapper that imports http.server before the engine: the engine is the package it
+    # runs, not the first import (whose source never names SGLANG_SOMETHING)
+    root = _fake_engine(tmp_path, ["SGLANG_SOMETHING"])
+    script = tmp_path / "my_server.py"
+    script.write_text("from http.server import HTTPServer\nimport json\n"
+                      "from fakeengine import version\nimport runpy\n"
+                      "runpy.run_module('fakeengine', run_name='__main__')\n")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = inspect_engine([sys.executable, str(script)])
+    assert caps.source_root == root / "fakeengine"
+    assert caps.knows_env("SGLANG_SOMETHING") is True
+
+
+def test_a_wrapper_whose_engine_cannot_be_told_is_unknown_never_unsupported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _fake_engine(tmp_path, [])
+    script = tmp_path / "my_server.py"
+    script.write_text("from http.server import HTTPServer\nimport runpy\n"
+                      "runpy.run_module('fakeengine', run_name='__main__')\n")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = inspect_engine([sys.executable, str(script)])
+    assert caps.found and caps.source_root is None
+    by_knob = {s.knob: s for s in knob_support(load_space(SPARK), caps)}
+    assert by_knob["lm_head"].status == "unknown"           # not "never read": unknown
+    assert by_knob["humming_activation"].status == "unknown"
+    assert not [s for s in by_knob.values() if s.status == "unsupported"
+                and "never read" in s.detail]
+
+
+def test_dspark_support_is_read_from_the_engines_flags_and_the_draft_from_disk(
+        tmp_path: Path) -> None:
+    from tuner.engines import algorithm_support
+    from tuner.engines import draft_presence
+    from tuner.engines import inspect_engine as probe
+
+    sim = probe([sys.executable, "-m", "tuner_sim.fork", "serve"])
+    assert algorithm_support(sim, "DSPARK")[0] == "supported"
+    old = probe([sys.executable, "-m", "tuner_sim.fork", "serve"])
+    old.flags = {f: c for f, c in (old.flags or {}).items() if "dspark" not in f}
+    assert algorithm_support(old, "DSPARK")[0] == "unsupported"
+    (tmp_path / "draft").mkdir()
+    assert draft_presence(str(tmp_path / "draft"))[0] == "unsupported"   # no config.json
+    (tmp_path / "draft" / "config.json").write_text("{}")
+    assert draft_presence(str(tmp_path / "draft"))[0] == "supported"
+    assert draft_presence("nobody/no-such-draft-here")[0] == "unknown"

@@ -44,6 +44,12 @@ def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
     caps = inspect_engine(choice.engine.entry_command(space))  # type: ignore[attr-defined]
     if not caps.found:
         raise UserError(f"engine not found: {caps.reason} (try --engine sim)")
+    if caps.source_root is None:       # said once, here; never a reason to refuse a knob
+        import sys
+
+        print("note: the engine's source could not be located from its entry point (it "
+              "imports no engine package this tool knows): whether it reads each env var "
+              "is unknown, and no knob is refused for it", file=sys.stderr)
     return caps
 
 

@@ -38,6 +38,7 @@ def doctor(
             "sglang", "serve"]
     caps = inspect_engine(command)
     supports = knob_support(space, caps) if (space is not None and caps.found) else []
+    supports += _speculation(space, caps, eng.name) if space is not None and caps.found else []
     if json_:
         typer.echo(json.dumps({
             "command": command, "found": caps.found, "reason": caps.reason,
@@ -53,6 +54,27 @@ def doctor(
         _print(command, caps, space, supports, note)
     if not caps.found or any(s.status == "unsupported" for s in supports):
         raise typer.Exit(1)
+
+
+def _speculation(space: Any, caps: Any, engine_name: str) -> list[Any]:
+    """Rows for the block-draft algorithms the space launches (does the engine serve
+    them?) and for its draft models (can they be loaded here?)."""
+    from tuner.engines import algorithm_support
+    from tuner.engines import draft_presence
+    from tuner.engines._capabilities import Support
+
+    algorithms = sorted({str(v).upper() for k in space.knobs.values()
+                         for c in (k.values or {}).values()
+                         for f, v in c.flags.items() if f == "--speculative-algorithm"}
+                        & {"DSPARK", "DFLASH"})
+    rows = [Support(f"(algorithm) {a}", *algorithm_support(caps, a)) for a in algorithms]
+    for name, draft in space.spec.model.drafts.items():
+        if engine_name.startswith("sim"):
+            rows.append(Support(f"(draft) {name}", "supported", f"{draft.path}: the "
+                                "simulator needs no weights (its profile stands for them)"))
+        else:
+            rows.append(Support(f"(draft) {name}", *draft_presence(draft.path)))
+    return rows
 
 
 def _choose(engine: str, engine_command: str | None) -> tuple[Any, str | None]:
@@ -89,7 +111,9 @@ def _print(command: list[str], caps: Any, space: Any, supports: list[Any],
                          "--engine sim"))
         return
     out.print(f"version         {caps.version or 'unknown'}")
-    out.print(f"source          {caps.source_root or 'unknown'}")
+    out.print(f"source          {caps.source_root or 'unknown'}"
+              + ("" if caps.source_root else " (env-var support is unknown, not refused: "
+                 "the entry point imports no engine package this tool knows)"))
     if caps.flags is not None and caps.help_error is None:
         out.print(f"flags           {len(caps.flags)} accepted (from --help)")
     elif caps.flags is not None:

@@ -11,6 +11,8 @@ from tuner.engines._base import LaunchPlan
 from tuner.engines._base import RequestFailed
 from tuner.engines._base import ServerProtocol
 from tuner.engines._capabilities import Capabilities
+from tuner.engines._capabilities import algorithm_support
+from tuner.engines._capabilities import draft_presence
 from tuner.engines._capabilities import inspect_engine
 from tuner.engines._capabilities import knob_support
 from tuner.engines._sglang import SGLangEngine
@@ -28,6 +30,8 @@ __all__ = [
     "RequestFailed",
     "SGLangEngine",
     "ServerProtocol",
+    "algorithm_support",
+    "draft_presence",
     "inspect_engine",
     "knob_support",
     "make_engine",

@@ -24,7 +24,12 @@ Status = Literal["supported", "unsupported", "unknown"]
 
 _FLAG_RE = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)(?:[ =]\{([^{}]*)\})?")
 _VERSION_RE = re.compile(r"__version__\s*=\s*['\"]([^'\"]+)['\"]")
-_IMPORT_RE = re.compile(r"^from\s+([\w.]+)\s+import\s", re.M)
+_IMPORT_RE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s|import\s+([\w.]+))", re.M)
+#: Packages an engine's source can be. A wrapper script runs the first of these it imports;
+#: one that imports none of them runs its only non-standard-library import, if it has
+#: exactly one; otherwise its engine is "unknown", never read as another package (a script
+#: that imports http.server first is not the engine).
+ENGINE_PACKAGES = ("sglang", "tuner_sim")
 #: Run by the engine's own interpreter: prints the package folder, then the version of the
 #: distribution named like the top-level package (empty when there is none, e.g. the
 #: simulator, whose version is in its ``version.py``). Metadata, not ``version.py``:
@@ -74,11 +79,16 @@ class Capabilities:
 
     def knows_env(self, var: str) -> bool | None:
         """Whether the engine's source mentions ``var`` (None when the source is unknown)."""
+        return self.mentions(var)
+
+    def mentions(self, needle: str) -> bool | None:
+        """Whether the engine's source mentions ``needle`` (None when the source is
+        unknown)."""
         if self.source_root is None:
             return None
-        if var not in self._env_cache:
-            self._env_cache[var] = _source_mentions(self.source_root, var)
-        return self._env_cache[var]
+        if needle not in self._env_cache:
+            self._env_cache[needle] = _source_mentions(self.source_root, needle)
+        return self._env_cache[needle]
 
 
 def _source_mentions(root: Path, needle: str) -> bool:
@@ -142,11 +152,21 @@ def _entry_module(command: list[str], exe: str) -> tuple[str | None, str | None]
 
 
 def _imported_package(script: Path) -> str | None:
+    """The engine package a script runs (:data:`ENGINE_PACKAGES`); None when it cannot be
+    told with certainty."""
+    import sys
+
     try:
-        m = _IMPORT_RE.search(script.read_text(encoding="utf-8", errors="ignore"))
+        text = script.read_text(encoding="utf-8", errors="ignore")
     except OSError:
         return None
-    return m.group(1).split(".")[0] if m else None
+    tops = list(dict.fromkeys((m.group(1) or m.group(2)).split(".")[0]
+                              for m in _IMPORT_RE.finditer(text)))
+    known = [t for t in tops if t in ENGINE_PACKAGES]
+    if known:
+        return known[0]
+    others = [t for t in tops if t not in sys.stdlib_module_names and t != "__future__"]
+    return others[0] if len(others) == 1 else None
 
 
 def _locate(command: list[str]) -> _Located:
@@ -223,6 +243,40 @@ def _table_fallback(caps: Capabilities, where: _Located) -> None:
 
     caps.flags = {name: f.choices for name, f in flags_for(where.version).items()}
     caps.flags_source = f"SGLang {table_version(where.version)}'s generated table"
+
+
+def algorithm_support(caps: Capabilities, algorithm: str) -> tuple[Status, str]:
+    """Whether the engine serves a speculative ``algorithm`` (``DSPARK``): by its own
+    block-size flag (``--speculative-dspark-block-size``, in SGLang 0.5.23 and in the
+    0.5.17 H200 kit), else, when its flags are unknown, by its source naming it."""
+    flag = f"--speculative-{algorithm.lower()}-block-size"
+    known = caps.knows_flag(flag)
+    if known is not None:
+        return (("supported", f"{algorithm}: {flag} is among the engine's flags") if known
+                else ("unsupported", f"{algorithm}: no {flag} among the engine's flags"))
+    named = caps.mentions(algorithm.upper())
+    if named is None:
+        return "unknown", f"{algorithm}: the engine's flags and source are unknown"
+    return (("unknown", f"{algorithm}: named in the engine's source (flags unknown)") if named
+            else ("unsupported", f"{algorithm}: the engine's source never names it"))
+
+
+def draft_presence(path: str) -> tuple[Status, str]:
+    """Whether a draft model at ``path`` can be loaded here: a local folder with its
+    ``config.json``, or a hub id already in the Hugging Face cache (one that is not is
+    downloaded at start-up, and fails offline)."""
+    local = Path(path).expanduser()
+    if local.is_absolute() or path.startswith(".") or local.exists():
+        if (local / "config.json").is_file():
+            return "supported", f"{path}: a local folder with its config.json"
+        return "unsupported", f"{path}: no such folder, or no config.json in it"
+    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get(
+        "HF_HOME", "~/.cache/huggingface")) / "hub").expanduser()
+    cached = hub / ("models--" + path.replace("/", "--"))
+    if cached.is_dir():
+        return "supported", f"{path}: in the Hugging Face cache ({cached})"
+    return "unknown", (f"{path}: not in the Hugging Face cache ({hub}); SGLang downloads it "
+                       "at start-up (offline, the launch fails)")
 
 
 @dataclass(frozen=True)
