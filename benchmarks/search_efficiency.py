@@ -100,8 +100,10 @@ class World:
     """The space's truth, computed once per canonical configuration (by hash)."""
 
     def __init__(self, space: SearchSpace, *, accuracy_drop_on: str | None = None,
-                 drop_pp: float = 0.0) -> None:
+                 drop_pp: float = 0.0, lm_head_shared: bool = True) -> None:
         self.space = space
+        #: False: the fork before its LM-head fix (an FP8 head collapses NEXTN's draft)
+        self.lm_head_shared = lm_head_shared
         self.engine = make_engine("sim")
         self.machine = load_machine(space.spec.machine.id)
         self.model = load_model_for_path(space.spec.model.path)
@@ -125,7 +127,7 @@ class World:
                                  model_context=self.model.context_length, env=plan.env,
                                  memory_gb=self.machine.memory_gib).args
             mem = plan_memory(self.machine, self.model, a)
-            settings = settings_from(a, plan.env.get, True)
+            settings = settings_from(a, plan.env.get, self.lm_head_shared)
         except LaunchError as exc:
             return Truth(config.as_dict(), False, "oom" if "memory" in exc.message.lower()
                          else "launch_error")
@@ -326,11 +328,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--cv", type=float, default=0.025, help="per-measurement TPOT CV")
     ap.add_argument("--launch-cv", type=float, default=0.02, help="per-launch TPOT CV")
     ap.add_argument("--space", default=str(SPARK))
+    ap.add_argument("--lm-head-unshared", action="store_true",
+                    help="the truth of the fork before its LM-head fix: an FP8 head with "
+                         "NEXTN collapses (accept 1.00) and is gated")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
     space = load_space(args.space)
-    world = World(space)
+    world = World(space, lm_head_shared=not args.lm_head_unshared)
     truth = world.enumerate()
     base = world.baseline()
     feas = [t for t in truth.values() if feasible(t, base, space)]
