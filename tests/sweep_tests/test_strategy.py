@@ -67,11 +67,10 @@ def test_default_sweep_runs_baseline_screens_then_combination_with_model_backed_
     # the model's screen winners (humming, the FP8 head, DSPARK) together
     assert (combo["moe_backend"], combo["lm_head"], combo["speculative"]) == (
         "humming", "fp8", "DSPARK")
-    # and, after any tied runner-ups, DSPARK's gamma at its domain's quartiles (4 and 10)
-    combined = [c for c, why in zip(runner.launched, by, strict=False) if why == "combine"]
-    probes = [c for c in combined if c.get("dspark_block_size") in (4, 10)]
+    # once the combinations are in: the best so far's gamma at its domain's quartiles
+    probes = [c for c, why in zip(runner.launched, by, strict=False) if why == "probe"]
     assert [c["dspark_block_size"] for c in probes] == [4, 10]
-    assert all(c["moe_backend"] == "humming" and c["lm_head"] == "fp8" for c in probes)
+    assert all(c["speculative"] == "DSPARK" for c in probes)
 
 
 def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_backed_runner(
@@ -204,14 +203,22 @@ def test_a_screen_clearly_slower_than_the_baseline_stays_out_of_the_combination(
     assert _combos(plan, measured, baseline) == [("humming", "fp8", "off")]
 
 
-def test_a_combination_with_dspark_probes_its_gamma_at_the_quartiles() -> None:
+def test_the_best_configurations_gamma_is_probed_at_the_quartiles_after_the_combinations(
+        ) -> None:
     plan, measured, baseline = _plan_after_screens({
         "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
         "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (25.0, 24.8, 25.2),
         "DSPARK": (22.0, 21.8, 22.2)})
-    gammas = []
-    while (got := plan.next(measured, None, baseline)) is not None:
-        cfg, why = got
-        assert why == "combine" and cfg["speculative"] == "DSPARK"
-        gammas.append(cfg["dspark_block_size"])
-    assert gammas == [8, 4, 10]                  # the default, then the domain's quartiles
+    cfg, why = plan.next(measured, None, baseline)  # type: ignore[misc]
+    assert why == "combine" and cfg["dspark_block_size"] == 8
+    # the combination is still running: no probe yet (the sampler proposes meanwhile)
+    best = SimpleNamespace(config=cfg, feasible=True, tpot_ms=18.0, tpot_ci95=[17.8, 18.2],
+                           number=9)
+    assert plan.next(measured, best, baseline) is None
+    measured[plan.hash_of(cfg)] = best
+    probes = []
+    while (got := plan.next(measured, best, baseline)) is not None and got[1] == "probe":
+        probes.append(got[0]["dspark_block_size"])
+        measured[plan.hash_of(got[0])] = SimpleNamespace(
+            config=got[0], feasible=True, tpot_ms=30.0, tpot_ci95=[29.8, 30.2], number=10)
+    assert probes == [4, 10]                     # the domain's quartiles (the default: 8)

@@ -17,10 +17,15 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    the slower kernel. Likewise a knob whose screen only tied the baseline (no clear gain
    alone) is also tried in the combination: in seed 0 speculation's screen, behind the
    baseline's FP32 LM head, read no faster than the baseline, and the search never tried
-   it with the fastest kernel. Last, for each ordered knob the combination turned on with a
-   wide domain (DSPARK's gamma, 2-12), the combination with that knob at its domain's
-   quartiles: one step at a time from the default, a noisy reading can send the walk the
-   wrong way (search benchmark seed 100: gamma 8 -> 9 -> 10 while the truth is best at 4).
+   it with the fastest kernel.
+2b. **Probes**: once the combinations are measured, for each ordered knob with a wide domain
+   that the best configuration so far has on (DSPARK's gamma, 2-12), that configuration with
+   the knob at its domain's quartiles: one step at a time from the default, a noisy reading
+   can send the walk the wrong way (search benchmark seed 100: gamma 8 -> 9 -> 10 while the
+   truth is best at 4). Probing the best rather than the first combination matters when a
+   tied runner-up combination reads faster (seed 122: marlin's screen beat humming's by
+   noise, humming's combination read 11% faster, and probes of marlin's gamma kept the
+   search on marlin).
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -77,6 +82,7 @@ class StagedPlan:
         self.explore_every = explore_every
         self.screens = screens(space)
         self.combos: list[dict[str, Any]] | None = None    # planned once the screens are in
+        self.probes: list[dict[str, Any]] | None = None    # planned once the combos are in
         self.issued: set[str] = set()
         self.last: str | None = None
         self.local_proposals = 0
@@ -117,6 +123,14 @@ class StagedPlan:
                 return self._issue(combo, h, "combine")
         if best is None:
             return None
+        if self.probes is None:
+            if [h for c in self.combos if (h := self._hash(c)) and h not in measured]:
+                return None    # a combination is still running: sampler meanwhile
+            self.probes = self._probes(best.config)
+        for probe in self.probes:
+            h = self._hash(probe)
+            if h is not None and h not in seen:
+                return self._issue(probe, h, "probe")
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
@@ -181,13 +195,13 @@ class StagedPlan:
         for name, (_, value) in unclear.items():
             if name not in chosen:
                 out.append(self._complete({**chosen, name: value}, base))
-        return out + self._probes(out[0])
+        return out
 
     #: ordered conditional knobs with at least this many values get quartile probes
     PROBE_MIN_VALUES = 6
 
     def _probes(self, combo: dict[str, Any]) -> list[dict[str, Any]]:
-        """``combo`` with each wide ordered knob it turned on at its domain's quartiles."""
+        """``combo`` with each wide ordered knob it has on at its domain's quartiles."""
         out = []
         for name in combo:
             k = self.space.knob(name)
