@@ -253,3 +253,31 @@ def test_a_final_sample_verdict_holds_for_the_same_numerics() -> None:
     est = feasible_estimates(None, judged)
     assert 1 not in est and 2 not in est                     # #2 shares #1's numerics
     assert 3 in est
+
+
+def test_among_tied_finalists_the_one_that_changes_the_numerics_least_is_confirmed() -> None:
+    from tests.conftest import SPARK
+    from tuner.space import load_space
+    from tuner.sweep._finals import numerics_changes
+
+    space = load_space(SPARK)
+    w4a16 = space.complete({"moe_backend": "humming", "lm_head": "fp8",
+                            "speculative": "DSPARK", "dspark_block_size": 4})
+    w4a8_config = {**w4a16, "humming_activation": "fp8"}
+    count = numerics_changes(space)
+    assert (count(space.complete({})), count(w4a16), count(w4a8_config)) == (0, 2, 3)
+
+    def race(w4a8: list[float]) -> int:
+        rows = [_row(0, 30.0, Role.BASELINE), dataclasses.replace(_row(1, 15.9), config=w4a16),
+                dataclasses.replace(_row(2, w4a8[0]), config=w4a8_config),
+                _row(10, 16.4, Role.REMEASURE, of=1), _row(11, 15.7, Role.REMEASURE, of=1),
+                _row(12, w4a8[1], Role.REMEASURE, of=2), _row(13, w4a8[2], Role.REMEASURE, of=2)]
+        f = Finals.for_space(space, trials=30, hours=None, share=0.2)
+        f.finalists = [1, 2]
+        number, confirm, _ = f.choose(rows)  # type: ignore[misc]
+        assert confirm
+        return number
+
+    # faster by 2% on overlapping intervals: the one with fewer numerics changes leads
+    assert race([15.2, 16.0, 15.6]) == 1
+    assert race([12.0, 12.1, 11.9]) == 2     # clearly faster (intervals apart): it leads

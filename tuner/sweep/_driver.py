@@ -129,12 +129,11 @@ class Driver:
         self.repeats_in_a_row = 0
         self.exhausted = False
         from tuner.sweep._finals import Finals
-        from tuner.sweep._finals import capacity_ladder
 
-        self.finals = Finals(trials=settings.trials, hours=settings.hours,
-                             share=settings.finals_share, ladder=capacity_ladder(space),
-                             questions=options.workload.questions,
-                             final_questions=settings.final_questions)
+        self.finals = Finals.for_space(space, trials=settings.trials, hours=settings.hours,
+                                       share=settings.finals_share,
+                                       questions=options.workload.questions,
+                                       final_questions=settings.final_questions)
         self.plan = None
         if settings.staged:
             from tuner.sweep._strategy import StagedPlan

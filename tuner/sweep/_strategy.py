@@ -18,14 +18,15 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    alone) is also tried in the combination: in seed 0 speculation's screen, behind the
    baseline's FP32 LM head, read no faster than the baseline, and the search never tried
    it with the fastest kernel.
-2b. **Probes**: once the combinations are measured, for each ordered knob with a wide domain
-   that the best configuration so far has on (DSPARK's gamma, 2-12), that configuration with
-   the knob at its domain's quartiles: one step at a time from the default, a noisy reading
-   can send the walk the wrong way (search benchmark seed 100: gamma 8 -> 9 -> 10 while the
-   truth is best at 4). Probing the best rather than the first combination matters when a
-   tied runner-up combination reads faster (seed 122: marlin's screen beat humming's by
-   noise, humming's combination read 11% faster, and probes of marlin's gamma kept the
-   search on marlin).
+2b. **Probes**: once the combinations are measured, for each ordered conditional knob with
+   a wide domain (DSPARK's gamma, 2-12), the fastest feasible configuration measured with it
+   on, with the knob at its domain's quartiles: one step at a time from the default, a
+   noisy reading can send the walk the wrong way (search benchmark seed 100: gamma 8 -> 9
+   -> 10 while the truth is best at 4). The fastest with the knob on, not the first
+   combination (seed 122: marlin's screen beat humming's by noise, humming's combination
+   read 11% faster) nor the best overall (seed 111: NEXTN at its best steps read faster
+   than DSPARK at the default gamma 8, 15% off DSPARK's best, whose gamma was then never
+   moved).
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -126,7 +127,7 @@ class StagedPlan:
         if self.probes is None:
             if [h for c in self.combos if (h := self._hash(c)) and h not in measured]:
                 return None    # a combination is still running: sampler meanwhile
-            self.probes = self._probes(best.config)
+            self.probes = self._probes(measured)
         for probe in self.probes:
             h = self._hash(probe)
             if h is not None and h not in seen:
@@ -200,18 +201,24 @@ class StagedPlan:
     #: ordered conditional knobs with at least this many values get quartile probes
     PROBE_MIN_VALUES = 6
 
-    def _probes(self, combo: dict[str, Any]) -> list[dict[str, Any]]:
-        """``combo`` with each wide ordered knob it has on at its domain's quartiles."""
+    def _probes(self, measured: dict[str, Any]) -> list[dict[str, Any]]:
+        """For each wide ordered conditional knob, the fastest feasible configuration
+        measured with it on, with the knob at its domain's quartiles."""
         out = []
-        for name in combo:
+        for name in self.space.order:
             k = self.space.knob(name)
             dom = self.space.domain(name)
             if (not k.when or k.type not in ("int", "float") or dom is None
                     or len(dom) < self.PROBE_MIN_VALUES or name in self.space.capacity_knobs):
                 continue
+            with_it = [s for s in measured.values() if s.feasible and s.tpot_ms is not None
+                       and name in s.config]
+            if not with_it:
+                continue
+            top = min(with_it, key=lambda s: s.tpot_ms).config
             for v in (dom[len(dom) // 4], dom[(3 * len(dom)) // 4]):
-                if v != combo[name]:
-                    out.append({**combo, name: v})
+                if v != top[name]:
+                    out.append({**top, name: v})
         return out
 
     def _complete(self, chosen: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
