@@ -59,7 +59,7 @@ def test_coupled_neighbours_move_draft_steps_and_verify_window_together() -> Non
 
 def test_default_sweep_runs_baseline_screens_then_combination_with_model_backed_runner(
         tmp_path: Path) -> None:
-    study, runner = run(tmp_path, trials=16)
+    study, runner = run(tmp_path, trials=20)
     by = [t.user_attrs.get("proposed_by") for t in study.get_trials()
           if t.user_attrs.get("tuner:role") in ("baseline", "trial")]
     assert by[:8] == [None, *["screen"] * 6, "combine"]
@@ -69,8 +69,10 @@ def test_default_sweep_runs_baseline_screens_then_combination_with_model_backed_
         "humming", "fp8", "DSPARK")
     # once the combinations are in: the best so far's gamma at its domain's quartiles
     probes = [c for c, why in zip(runner.launched, by, strict=False) if why == "probe"]
-    assert [c["dspark_block_size"] for c in probes] == [4, 10]
-    assert all(c["speculative"] == "DSPARK" for c in probes)
+    assert [c["dspark_block_size"] for c in probes if "dspark_block_size" in c] == [4, 10]
+    # and NEXTN's draft steps (1-5) at 2 and 4, on the same kernel and head
+    assert [c["spec_steps"] for c in probes if "spec_steps" in c] == [2, 4]
+    assert len({(c["moe_backend"], c["lm_head"]) for c in probes}) == 1
 
 
 def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_backed_runner(
@@ -218,7 +220,12 @@ def test_the_best_configurations_gamma_is_probed_at_the_quartiles_after_the_comb
     measured[plan.hash_of(cfg)] = best
     probes = []
     while (got := plan.next(measured, best, baseline)) is not None and got[1] == "probe":
-        probes.append(got[0]["dspark_block_size"])
-        measured[plan.hash_of(got[0])] = SimpleNamespace(
-            config=got[0], feasible=True, tpot_ms=30.0, tpot_ci95=[29.8, 30.2], number=10)
-    assert probes == [4, 10]                     # the domain's quartiles (the default: 8)
+        c = got[0]
+        probes.append((c["speculative"], c.get("spec_steps", c.get("dspark_block_size")),
+                       c["moe_backend"], c["lm_head"]))
+        measured[plan.hash_of(c)] = SimpleNamespace(
+            config=c, feasible=True, tpot_ms=30.0, tpot_ci95=[29.8, 30.2], number=10)
+    # each wide ordered knob at its domain's quartiles, from the best configuration with
+    # its condition switched on: its kernel and head carried along
+    assert probes == [("NEXTN", 2, "humming", "fp8"), ("NEXTN", 4, "humming", "fp8"),
+                      ("DSPARK", 4, "humming", "fp8"), ("DSPARK", 10, "humming", "fp8")]

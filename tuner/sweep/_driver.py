@@ -331,10 +331,9 @@ class Driver:
             gated = result.gate is not None and not result.gate.passed
             verdict = ("gated: " + ", ".join(r.rule for r in result.gate.fired())
                        if gated and result.gate else "ok")
-            p.last = (f"#{n} TPOT {a.tpot_ms:.2f} ms, accept "
-                      f"{a.accept_length or 1:.2f}, accuracy "
-                      f"{(a.accuracy if a.accuracy is not None else float('nan')):.1%} - "
-                      f"{verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
+            acc = f", accuracy {a.accuracy:.1%}" if a and a.accuracy is not None else ""
+            p.last = (f"#{n} TPOT {a.tpot_ms:.2f} ms, accept {a.accept_length or 1:.2f}"
+                      f"{acc} - {verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
 
     def _synthetic_failure(self, prop: Proposal, reason: str, detail: str) -> TrialResult:
         from datetime import UTC

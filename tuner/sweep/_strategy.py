@@ -19,14 +19,18 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    baseline's FP32 LM head, read no faster than the baseline, and the search never tried
    it with the fastest kernel.
 2b. **Probes**: once the combinations are measured, for each ordered conditional knob with
-   a wide domain (DSPARK's gamma, 2-12), the fastest feasible configuration measured with it
-   on, with the knob at its domain's quartiles: one step at a time from the default, a
-   noisy reading can send the walk the wrong way (search benchmark seed 100: gamma 8 -> 9
-   -> 10 while the truth is best at 4). The fastest with the knob on, not the first
-   combination (seed 122: marlin's screen beat humming's by noise, humming's combination
-   read 11% faster) nor the best overall (seed 111: NEXTN at its best steps read faster
-   than DSPARK at the default gamma 8, 15% off DSPARK's best, whose gamma was then never
-   moved).
+   a wide domain (five values or more: DSPARK's gamma, 2-12; NEXTN's draft steps, 1-5), the
+   best configuration so far with that knob's condition switched on (speculation set to
+   its algorithm) and the knob at its domain's quartiles. One step at a time from the
+   default, a noisy reading can send the walk the wrong way (search benchmark seed 100:
+   gamma 8 -> 9 -> 10 while the truth is best at 4), and an algorithm whose default
+   setting screened slower than the baseline is never tried again: on prose, NEXTN's
+   screen at 3 draft steps behind the baseline's kernel read 19% slower than the
+   baseline, while NEXTN at one step with the best kernel and head is truly 10% faster
+   than anything without speculation. Probing from the best configuration, not from the
+   first combination or the screen, carries its kernel and head along (seed 122: marlin's
+   screen beat humming's by noise; seed 111: NEXTN read faster than DSPARK at gamma 8,
+   15% off DSPARK's best).
 3. **Local search**: unmeasured neighbours of the best feasible configuration
    (:mod:`tuner.sweep._neighbours`: one knob at a time, and coupled numeric siblings, such as
    draft steps and verify window, moved together); moves of conditional knobs first (the
@@ -49,6 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.space import SearchSpace
+from tuner.space._space import condition_matches
 from tuner.sweep._neighbours import neighbours
 
 
@@ -127,7 +132,7 @@ class StagedPlan:
         if self.probes is None:
             if [h for c in self.combos if (h := self._hash(c)) and h not in measured]:
                 return None    # a combination is still running: sampler meanwhile
-            self.probes = self._probes(measured)
+            self.probes = self._probes(best.config)
         for probe in self.probes:
             h = self._hash(probe)
             if h is not None and h not in seen:
@@ -199,11 +204,11 @@ class StagedPlan:
         return out
 
     #: ordered conditional knobs with at least this many values get quartile probes
-    PROBE_MIN_VALUES = 6
+    PROBE_MIN_VALUES = 5
 
-    def _probes(self, measured: dict[str, Any]) -> list[dict[str, Any]]:
-        """For each wide ordered conditional knob, the fastest feasible configuration
-        measured with it on, with the knob at its domain's quartiles."""
+    def _probes(self, best: dict[str, Any]) -> list[dict[str, Any]]:
+        """For each wide ordered conditional knob, ``best`` with the knob's condition
+        switched on and the knob at its domain's quartiles."""
         out = []
         for name in self.space.order:
             k = self.space.knob(name)
@@ -211,14 +216,21 @@ class StagedPlan:
             if (not k.when or k.type not in ("int", "float") or dom is None
                     or len(dom) < self.PROBE_MIN_VALUES or name in self.space.capacity_knobs):
                 continue
-            with_it = [s for s in measured.values() if s.feasible and s.tpot_ms is not None
-                       and name in s.config]
-            if not with_it:
+            on = dict(best)
+            for parent, expected in k.when.items():
+                if not condition_matches(expected, on.get(parent)):
+                    on[parent] = expected[0] if isinstance(expected, list) else expected
+            try:
+                plain = self._hash(self.space.complete(on, base=on))
+            except Exception:       # the condition cannot be switched on here
                 continue
-            top = min(with_it, key=lambda s: s.tpot_ms).config
-            for v in (dom[len(dom) // 4], dom[(3 * len(dom)) // 4]):
-                if v != top[name]:
-                    out.append({**top, name: v})
+            for v in dict.fromkeys((dom[len(dom) // 4], dom[(3 * len(dom)) // 4])):
+                try:
+                    probe = self.space.complete({**on, name: v}, base=on)
+                except Exception:   # a probe the space cannot complete is no probe
+                    continue
+                if self._hash(probe) not in (None, plain):   # not resolved away (a verify
+                    out.append(probe)      # window forced to steps + 1 under top-k 1)
         return out
 
     def _complete(self, chosen: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
