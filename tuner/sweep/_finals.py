@@ -9,12 +9,14 @@ launches; ranked by the mean over all their launches), then **confirmation** lau
 the race's leader. The pick is the confirmed configuration; its reported TPOT is the mean
 of the confirmation launches only (:mod:`tuner.study._pooled`), an unbiased estimate.
 
-The leader is the fastest finalist, except that among the finalists whose pooled TPOT
-interval overlaps the fastest's (a difference the race cannot resolve) the one that changes
-the model's numerics least is preferred (:func:`numerics_changes`: a lower-precision
-kernel, activation or LM head can cost accuracy below what the sample sees), then the
-fastest. In the search benchmark the Humming W4A8 activation (truly 1.4% slower, 0.45
-points less accurate) won the race on noise in most seeds.
+The leader is the fastest finalist, except that a finalist that changes the model's
+numerics less (:func:`numerics_changes`: a lower-precision kernel, activation or LM head
+can cost accuracy below what the sample sees) is preferred when the fastest's lead over it
+is under one standard error of the difference (the launches' spread, pooled over the
+finalists): in the search benchmark the Humming W4A8 activation, truly 1.4% slower and
+0.45 points less accurate, won the race on noise in most seeds. Merely overlapping
+intervals are not enough: with two or three launches they also cover a 9% gain (seed 112:
+the FP8 LM head against the FP32 one).
 
 Confirmations also find the pick's capacity: a capacity knob (``role: capacity``, the
 memory fraction) changes no speed, so the confirmations bisect the values above the
@@ -147,16 +149,32 @@ class Finals:
         return self.leader, True, self._held(rows, self.leader)
 
     def _lead(self, rows: list[TrialSummary], est: dict[int, Any]) -> int:
-        """The finalist to confirm: among those tied with the fastest (intervals
-        overlapping), the fewest numerics changes, then the fastest."""
+        """The finalist to confirm: the fastest by pooled mean, unless one with fewer
+        numerics changes trails it by less than one standard error of the difference."""
+        import math
+        import statistics
+
         assert self.finalists is not None
-        ranked = [n for n in self.finalists if n in est]
+        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: est[n].pooled_ms)
         if not ranked:
             return self.finalists[0]
-        fastest = min(ranked, key=lambda n: est[n].pooled_ms)
+        runs = {n: [s.tpot_ms for s in rows if s.tpot_ms and s.state == "COMPLETE" and (
+            s.number == n or (s.role == Role.REMEASURE and s.remeasure_of == n))]
+            for n in ranked}
+        spread = [(len(v) - 1, statistics.variance(v)) for v in runs.values() if len(v) > 1]
+        dof = sum(d for d, _ in spread)
+        if not dof:
+            return ranked[0]
+        sd = math.sqrt(sum(d * var for d, var in spread) / dof)
         configs = {s.number: s.config for s in rows}
-        tied = [n for n in ranked if est[n].overlaps(est[fastest])]
-        return min(tied, key=lambda n: (self.numerics(configs.get(n, {})), est[n].pooled_ms))
+        fastest = ranked[0]
+
+        def within_noise(n: int) -> bool:
+            se = sd * math.sqrt(1 / len(runs[n] or [0]) + 1 / len(runs[fastest] or [0]))
+            return est[n].pooled_ms - est[fastest].pooled_ms < se
+
+        close = [n for n in ranked if within_noise(n)]
+        return min(close, key=lambda n: (self.numerics(configs.get(n, {})), est[n].pooled_ms))
 
     def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:
         """The capacity setting of the next confirmation of ``leader``: the space's cap
