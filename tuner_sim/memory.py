@@ -38,25 +38,16 @@ class MemoryPlan:
         return self.avail_after_load_gb - self.kv_gb - self.mamba_gb
 
 
-def draft_weights_gb(model: Model, args: dict[str, Any]) -> float:
-    """Resident weights of the speculative draft: the NEXTN layer, or DSPARK's own layers."""
+def draft_cost(model: Model, args: dict[str, Any]) -> tuple[float, int]:
+    """(resident weights in GB, KV bytes per token) the speculative draft adds: the NEXTN
+    layer, or DSPARK's own layers and KV, which SGLang 0.5.23 adds to the target's cell
+    bytes in the one shared pool (dflash_utils.py); nothing without speculation."""
     algo = args["speculative_algorithm"]
     if algo is None:
-        return 0.0
+        return 0.0, 0
     if algo == "DSPARK" and model.dspark is not None:
-        return model.dspark.resident_gb
-    return model.nextn.weights_gb
-
-
-def draft_kv_bytes(model: Model, args: dict[str, Any]) -> int:
-    """KV bytes per token the draft adds to every token of the shared pool (SGLang 0.5.23
-    sizes the DSPARK/DFLASH pool by target + draft cell bytes: dflash_utils.py)."""
-    algo = args["speculative_algorithm"]
-    if algo is None:
-        return 0
-    if algo == "DSPARK" and model.dspark is not None:
-        return model.dspark.kv_bytes_per_token
-    return model.nextn.kv_bytes_per_token
+        return model.dspark.resident_gb, model.dspark.kv_bytes_per_token
+    return model.nextn.weights_gb, model.nextn.kv_bytes_per_token
 
 
 def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryPlan:
@@ -65,7 +56,8 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     dspark = args["speculative_algorithm"] == "DSPARK"
     capacity = machine.memory_gib * GIB / 1e9
     free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
-    weights = model.weights_gb + draft_weights_gb(model, args)
+    draft_gb, draft_kv = draft_cost(model, args)
+    weights = model.weights_gb + draft_gb
     avail = free0 - weights
     rest = free0 * f - weights
     if rest <= 0:
@@ -86,7 +78,7 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     graph_sets = 1 + (1 if dspark else 3 if spec else 0)
     graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
         0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))
-    per_token = model.kv_bytes_per_token + draft_kv_bytes(model, args)
+    per_token = model.kv_bytes_per_token + draft_kv
     kv = rest - mamba - graph
     page = max(1, int(args["page_size"]))
     tokens = int(max(kv, 0.0) * 1e9 / per_token) // page * page

@@ -39,7 +39,7 @@ from tuner_sim.gsm8k import count_tokens
 from tuner_sim.gsm8k import is_correct
 from tuner_sim.gsm8k import output_length
 from tuner_sim.gsm8k import uniform
-from tuner_sim.memory import draft_weights_gb
+from tuner_sim.memory import draft_cost
 from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
@@ -197,7 +197,7 @@ class SimServer:
             err = exc
         free0 = self.machine.memory_gib * 1.073741824 - self.machine.runtime_reserved_gib
         log(f"Load weight begin. avail mem={free0:.2f} GB")
-        weights = self.model.weights_gb + draft_weights_gb(self.model, a)
+        weights = self.model.weights_gb + draft_cost(self.model, a)[0]
         load_s = weights / st.weight_load_gbs
         self.sleep(load_s)
         if a["moe_runner_backend"] == "humming":
