@@ -26,7 +26,6 @@ from tuner.study import TrialSummary
 from tuner.study import context_of
 from tuner.study import estimates
 from tuner.study import feasible_best
-from tuner.study import feasible_front
 from tuner.study import summaries
 from tuner.study import ties_with
 
@@ -39,7 +38,7 @@ class StudyData:
     baseline: dict[str, Any] | None
     simulated: bool
     with_accuracy: bool
-    #: Trial numbers on the feasible Pareto front (:func:`tuner.study.feasible_front`).
+    #: Trial numbers on the Pareto front of the figures shown (pooled TPOT, accuracy).
     front_numbers: frozenset[int] = frozenset()
     #: The trial ``tuner export --pick fastest`` takes (:func:`tuner.study.feasible_best`).
     pick_number: int | None = None
@@ -143,7 +142,7 @@ def collect(study: Any) -> StudyData:
     if df.empty:
         df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
                                    "message", "config"])
-    front = frozenset(t.number for t in feasible_front(study))
+    front = _undominated(df)
     df = _typed(df, knobs, front, baseline)
     pick = feasible_best(study, every)
     with_accuracy = len(study.directions) > 1
@@ -170,6 +169,25 @@ def workload_text(study: Any) -> str:
         return Workload.model_validate(recorded).describe_content() if recorded else ""
     except ValidationError:
         return ""
+
+
+def _undominated(df: pd.DataFrame) -> frozenset[int]:
+    """The report's Pareto front: the feasible rows no other feasible row beats on the
+    figures the report shows (a re-measured configuration's pooled TPOT, not its first
+    reading, and accuracy). Chosen on first readings and shown with pooled ones, a front
+    point could be slower and no more accurate than a row listed under it."""
+    if df.empty or "kind" not in df:
+        return frozenset()
+    feas = df[df["kind"] == "feasible"]
+    acc = feas["accuracy"].astype(float).fillna(0.0)
+    tpot = feas["tpot_ms"].astype(float)
+    keep = set()
+    for i, n in enumerate(feas["number"]):
+        t, a = float(tpot.iloc[i]), float(acc.iloc[i])
+        others = feas["number"] != n
+        if not ((tpot <= t) & (acc >= a) & ((tpot < t) | (acc > a)) & others).any():
+            keep.add(int(n))
+    return frozenset(keep)
 
 
 def _gate(study: Any) -> Any:
