@@ -59,9 +59,9 @@ def doctor(
 def _speculation(space: Any, caps: Any, engine_name: str) -> list[Any]:
     """Rows for the block-draft algorithms the space launches (does the engine serve
     them?) and for its draft models (can they be loaded here?)."""
+    from tuner.engines import Support
     from tuner.engines import algorithm_support
     from tuner.engines import draft_presence
-    from tuner.engines._capabilities import Support
 
     algorithms = sorted({str(v).upper() for k in space.knobs.values()
                          for c in (k.values or {}).values()

@@ -11,6 +11,7 @@ from tuner.engines._base import LaunchPlan
 from tuner.engines._base import RequestFailed
 from tuner.engines._base import ServerProtocol
 from tuner.engines._capabilities import Capabilities
+from tuner.engines._capabilities import Support
 from tuner.engines._capabilities import algorithm_support
 from tuner.engines._capabilities import draft_presence
 from tuner.engines._capabilities import inspect_engine
@@ -30,6 +31,7 @@ __all__ = [
     "RequestFailed",
     "SGLangEngine",
     "ServerProtocol",
+    "Support",
     "algorithm_support",
     "draft_presence",
     "inspect_engine",

@@ -9,8 +9,9 @@ from tuner.space._schema import Gate
 from tuner.space._schema import SpaceFile
 from tuner.space._schema import Workload
 from tuner.space._space import SearchSpace
+from tuner.space._space import condition_matches
 from tuner.space._yaml import read_yaml_file
 
 
-__all__ = ["Config", "Evidence", "Gate", "SearchSpace", "SpaceFile", "Workload", "load_space",
-           "parse_space", "read_yaml_file", "value_key"]
+__all__ = ["Config", "Evidence", "Gate", "SearchSpace", "SpaceFile", "Workload",
+           "condition_matches", "load_space", "parse_space", "read_yaml_file", "value_key"]

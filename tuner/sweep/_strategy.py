@@ -53,7 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.space import SearchSpace
-from tuner.space._space import condition_matches
+from tuner.space import condition_matches
 from tuner.sweep._neighbours import neighbours
 
 
