@@ -181,10 +181,11 @@ def test_dspark_support_is_read_from_the_engines_flags_and_the_draft_from_disk(
     from tuner.engines import inspect_engine as probe
 
     sim = probe([sys.executable, "-m", "tuner_sim.fork", "serve"])
-    assert algorithm_support(sim, "DSPARK")[0] == "supported"
+    flag = "--speculative-dspark-block-size"
+    assert algorithm_support(sim, "DSPARK", flag)[0] == "supported"
     old = probe([sys.executable, "-m", "tuner_sim.fork", "serve"])
     old.flags = {f: c for f, c in (old.flags or {}).items() if "dspark" not in f}
-    assert algorithm_support(old, "DSPARK")[0] == "unsupported"
+    assert algorithm_support(old, "DSPARK", flag)[0] == "unsupported"
     (tmp_path / "draft").mkdir()
     assert draft_presence(str(tmp_path / "draft"))[0] == "unsupported"   # no config.json
     (tmp_path / "draft" / "config.json").write_text("{}")

@@ -15,8 +15,8 @@ def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
 
 
 def _class_rows(t: Any, a: Any) -> None:
-    """One row per content class when the trial measured several."""
-    for name, fig in (a.per_class or {}).items() if len(a.per_class or {}) > 1 else ():
+    """One row per content class when the trial measured several, or a mix."""
+    for name, fig in a.shown_classes().items():
         share = f", share {fig.share:.2f}" if fig.share is not None else ""
         accept = f", accept {fig.accept_length:.2f}" if fig.accept_length else ""
         t.add_row(f"  {name} ({fig.requests} requests{share})",

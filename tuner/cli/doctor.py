@@ -61,13 +61,11 @@ def _speculation(space: Any, caps: Any, engine_name: str) -> list[Any]:
     them?) and for its draft models (can they be loaded here?)."""
     from tuner.engines import Support
     from tuner.engines import algorithm_support
+    from tuner.engines import block_drafts_of
     from tuner.engines import draft_presence
 
-    algorithms = sorted({str(v).upper() for k in space.knobs.values()
-                         for c in (k.values or {}).values()
-                         for f, v in c.flags.items() if f == "--speculative-algorithm"}
-                        & {"DSPARK", "DFLASH"})
-    rows = [Support(f"(algorithm) {a}", *algorithm_support(caps, a)) for a in algorithms]
+    rows = [Support(f"(algorithm) {a.name}", *algorithm_support(caps, a.name, a.block_flag))
+            for a in block_drafts_of(space)]
     for name, draft in space.spec.model.drafts.items():
         if engine_name.startswith("sim"):
             rows.append(Support(f"(draft) {name}", "supported", f"{draft.path}: the "

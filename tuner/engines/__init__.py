@@ -17,6 +17,7 @@ from tuner.engines._capabilities import draft_presence
 from tuner.engines._capabilities import inspect_engine
 from tuner.engines._capabilities import knob_support
 from tuner.engines._sglang import SGLangEngine
+from tuner.engines._sglang_block_draft import block_drafts_of
 from tuner.errors import UserError
 from tuner.space import SearchSpace
 
@@ -33,6 +34,7 @@ __all__ = [
     "ServerProtocol",
     "Support",
     "algorithm_support",
+    "block_drafts_of",
     "draft_presence",
     "inspect_engine",
     "knob_support",

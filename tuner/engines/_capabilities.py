@@ -245,11 +245,10 @@ def _table_fallback(caps: Capabilities, where: _Located) -> None:
     caps.flags_source = f"SGLang {table_version(where.version)}'s generated table"
 
 
-def algorithm_support(caps: Capabilities, algorithm: str) -> tuple[Status, str]:
+def algorithm_support(caps: Capabilities, algorithm: str, flag: str) -> tuple[Status, str]:
     """Whether the engine serves a speculative ``algorithm`` (``DSPARK``): by its own
-    block-size flag (``--speculative-dspark-block-size``, in SGLang 0.5.23 and in the
-    0.5.17 H200 kit), else, when its flags are unknown, by its source naming it."""
-    flag = f"--speculative-{algorithm.lower()}-block-size"
+    ``flag`` (``--speculative-dspark-block-size``, in SGLang 0.5.23 and in the 0.5.17 H200
+    kit), else, when its flags are unknown, by its source naming it."""
     known = caps.knows_flag(flag)
     if known is not None:
         return (("supported", f"{algorithm}: {flag} is among the engine's flags") if known

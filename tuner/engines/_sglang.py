@@ -23,7 +23,6 @@ from tuner.engines._sglang_block_draft import BLOCK_DRAFT_RULES
 from tuner.engines._sglang_block_draft import block_draft_evidence
 from tuner.engines._sglang_block_draft import derived_flags
 from tuner.engines._sglang_block_draft import repair_ring
-from tuner.engines._sglang_block_draft import ring_violation
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
@@ -149,14 +148,11 @@ class SGLangEngine(Engine):
         if overflow is not None and overflow[0] in values:
             owner, most, reason = overflow
             return {**values, owner: most}, f"{owner} {values[owner]} -> {most}: {reason}"
-        ring = ring_violation(space, values)
-        if ring is None:
-            return values, None
         repaired = repair_ring(space, values)
         if repaired is None:
             return values, None
-        owner, value = repaired
-        return {**values, owner: value}, f"{owner} {values[owner]} -> {value}: {ring[2]}"
+        owner, value, why = repaired
+        return {**values, owner: value}, f"{owner} {values[owner]} -> {value}: {why}"
 
     # -- launch ----------------------------------------------------------------------------
     def entry_command(self, space: SearchSpace) -> list[str]:

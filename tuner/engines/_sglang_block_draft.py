@@ -103,6 +103,10 @@ def _is_kda(space: SearchSpace) -> bool:
     return str(space.spec.model.facts.get("linear_attention", "kda")).lower() != "gdn"
 
 
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
 def ring_length(window: int) -> int:
     """The smallest ring SGLang's KDA pool accepts for a verify window: a power of two, at
     least twice the window, and no smaller than SGLang's default."""
@@ -124,7 +128,7 @@ def ring_violation(space: SearchSpace, values: dict[str, Any]) -> tuple[int, int
         window = int(view.flag(DRAFT_TOKENS))
     else:
         return None
-    power = given > 0 and given & (given - 1) == 0
+    power = _power_of_two(given)
     if power and given >= 2 * window:
         return None
     sglang_error = (f"spec-verify ring length must be a power of two, got {given}" if not power
@@ -137,27 +141,38 @@ def ring_violation(space: SearchSpace, values: dict[str, Any]) -> tuple[int, int
         f"the memory pool with '{sglang_error}'")
 
 
-def repair_ring(space: SearchSpace, values: dict[str, Any]) -> tuple[str, Any] | None:
-    """(knob, value) that moves a sampler's proposal off a ring too small for its window:
-    the ring-length knob to its smallest valid value, else the block-size knob to its
-    largest value whose window the ring holds; None when neither knob can."""
+def repair_ring(space: SearchSpace, values: dict[str, Any]) -> tuple[str, Any, str] | None:
+    """(knob, value, why) that moves a sampler's proposal off a ring too small for its
+    window: the ring-length knob to its smallest valid value, else the block-size knob to
+    its largest value whose window the ring holds; None when the ring fits or neither knob
+    can."""
     violation = ring_violation(space, values)
     if violation is None:
         return None
-    given, least, _ = violation
+    given, least, why = violation
     view = View(space, values)
     owner = view.flag_owner.get(RING)
     if owner in values and space.knob(owner).flag == RING:
         fits = [v for v in space.domain(owner) or []
-                if int(v) >= least and int(v) & (int(v) - 1) == 0]
-        return (owner, fits[0]) if fits else None
+                if int(v) >= least and _power_of_two(int(v))]
+        return (owner, fits[0], why) if fits else None
     algo = block_draft(view)
     owner = view.flag_owner.get(algo.block_flag) if algo is not None else None
     if algo is None or owner not in values or space.knob(owner).flag != algo.block_flag:
         return None
-    power = given > 0 and given & (given - 1) == 0
-    fits = [v for v in space.domain(owner) or [] if power and 2 * algo.window(int(v)) <= given]
-    return (owner, fits[-1]) if fits else None
+    fits = [v for v in space.domain(owner) or []
+            if _power_of_two(given) and 2 * algo.window(int(v)) <= given]
+    return (owner, fits[-1], why) if fits else None
+
+
+def block_drafts_of(space: SearchSpace) -> list[BlockDraft]:
+    """The block-draft algorithms a space can launch (what ``tuner doctor`` asks the engine
+    about)."""
+    sent = [space.spec.fixed_flags.get(ALGORITHM), *(
+        v for k in space.knobs.values() for c in (k.values or {}).values()
+        for f, v in c.flags.items() if f == ALGORITHM)]
+    names = {str(v).upper() for v in sent if v is not None}
+    return [BLOCK_DRAFTS[n] for n in sorted(names) if n in BLOCK_DRAFTS]
 
 
 def _rule_block_draft(space: SearchSpace, values: dict[str, Any]) -> None:

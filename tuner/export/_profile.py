@@ -146,10 +146,10 @@ def _figures(result: TrialResult, estimate: Estimate | None) -> dict[str, Any]:
         "accuracy_ci95": [a.accuracy_ci95.low, a.accuracy_ci95.high]
         if a.accuracy_ci95 else None, "requests": a.requests,
     }
-    if a.per_class and (len(a.per_class) > 1 or a.tpot_basis == "mix"):
-        figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.per_class.items()}
+    if a.shown_classes():
+        figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.shown_classes().items()}
         figures["accept_length_by_class"] = {c: f.accept_length
-                                             for c, f in a.per_class.items()}
+                                             for c, f in a.shown_classes().items()}
     if estimate is not None and estimate.remeasured:
         figures.update({
             "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
@@ -212,13 +212,10 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
 def _tuned_for(workload: dict[str, Any]) -> str:
     """The traffic the profile was tuned for, in words: speculation's gain depends on the
     content (a profile tuned on code can be the wrong one for prose)."""
-    from pydantic import ValidationError
-
     from tuner.space import Workload
 
-    try:
-        wl = Workload.model_validate(workload)
-    except ValidationError:
+    wl = Workload.from_record(workload)
+    if wl is None:
         return "unrecorded"
     what = wl.describe_content()
     if wl.kind == "mix":

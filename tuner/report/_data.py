@@ -160,15 +160,10 @@ def collect(study: Any) -> StudyData:
 
 def workload_text(study: Any) -> str:
     """What the study's trials were measured on, in words (empty when unrecorded)."""
-    from pydantic import ValidationError
-
     from tuner.space import Workload
 
-    recorded = context_of(study).workload
-    try:
-        return Workload.model_validate(recorded).describe_content() if recorded else ""
-    except ValidationError:
-        return ""
+    wl = Workload.from_record(context_of(study).workload)
+    return wl.describe_content() if wl is not None else ""
 
 
 def _undominated(df: pd.DataFrame) -> frozenset[int]:

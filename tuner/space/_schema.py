@@ -183,6 +183,19 @@ class Workload(_Strict):
             raise ValueError(f"'mix' is for the 'mix' kind, not {self.kind!r}")
         return self
 
+    @classmethod
+    def from_record(cls, record: Any) -> Workload | None:
+        """The workload a study or a profile recorded (its ``model_dump``); None when
+        nothing, or something this version cannot read, was recorded."""
+        from pydantic import ValidationError
+
+        if not record:
+            return None
+        try:
+            return cls.model_validate(record)
+        except ValidationError:
+            return None
+
     def shares(self) -> dict[str, float]:
         """The mix's shares normalised to 1, in class order, zero shares left out (empty
         for a single-class workload)."""

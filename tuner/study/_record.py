@@ -71,8 +71,8 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
             if a.accuracy_ci95 else None,
             "correct": a.correct, "scored": a.scored, "per_question": a.per_question,
         })
-        if a.per_class and (len(a.per_class) > 1 or a.tpot_basis == "mix"):
-            attrs["class_tpot_ms"] = {c: f.tpot_ms for c, f in a.per_class.items()}
+        if a.shown_classes():
+            attrs["class_tpot_ms"] = {c: f.tpot_ms for c, f in a.shown_classes().items()}
         if baseline_tpot and a.tpot_ms:
             attrs["speedup"] = baseline_tpot / a.tpot_ms
     if result.gate is not None:

@@ -61,6 +61,13 @@ class Aggregates(BaseModel):
     #: "mix": ``tpot_ms`` is the share-weighted TPOT of the classes; None: token-weighted
     tpot_basis: str | None = None
 
+    def shown_classes(self) -> dict[str, ClassFigures]:
+        """The per-class figures worth showing beside the trial's own: those of a mix, or
+        of several classes (empty for one class measured plainly)."""
+        if self.per_class and (len(self.per_class) > 1 or self.tpot_basis == "mix"):
+            return self.per_class
+        return {}
+
 
 def percentile(values: list[float], q: float) -> float:
     """Linear-interpolated percentile, q in [0, 100]."""
@@ -108,6 +115,14 @@ def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval |
     return ratio, _interval(ratio, se, n - 1)
 
 
+def accept_length(records: list[RequestRecord]) -> float | None:
+    """Sum of completion tokens / sum of verify rounds over the speculative requests."""
+    spec = [r for r in records if r.spec_verify_ct]
+    if not spec:
+        return None
+    return sum(r.completion_tokens for r in spec) / sum(r.spec_verify_ct or 0 for r in spec)
+
+
 def per_class(records: list[RequestRecord], shares: dict[str, float] | None = None
               ) -> dict[str, ClassFigures]:
     """Each content class's TPOT and accept length (classes in order of appearance)."""
@@ -119,10 +134,7 @@ def per_class(records: list[RequestRecord], shares: dict[str, float] | None = No
         tw = token_weighted_tpot(mine)
         if tw is not None:
             fig.tpot_ms, fig.tpot_ci95 = tw
-        spec = [r for r in mine if r.spec_verify_ct]
-        if spec:
-            fig.accept_length = sum(r.completion_tokens for r in spec) / sum(
-                r.spec_verify_ct or 0 for r in spec)
+        fig.accept_length = accept_length(mine)
         out[c] = fig
     return out
 
@@ -177,10 +189,7 @@ def aggregate(records: list[RequestRecord], shares: dict[str, float] | None = No
     agg.e2e_p50_s = percentile(e2e, 50)
     agg.e2e_p95_s = percentile(e2e, 95)
     agg.output_tokens_mean = statistics.fmean(r.completion_tokens for r in records)
-    spec = [r for r in records if r.spec_verify_ct]
-    if spec:
-        agg.accept_length = sum(r.completion_tokens for r in spec) / sum(
-            r.spec_verify_ct or 0 for r in spec)
+    agg.accept_length = accept_length(records)
     scored = [r for r in records if r.correct is not None]
     if scored:
         k = sum(1 for r in scored if r.correct)

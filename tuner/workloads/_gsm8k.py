@@ -42,5 +42,10 @@ class Gsm8k(Workload):
                       for p in data.subset(test, w.questions, w.seed)])
 
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
-        answer = data.extract_final_number(text)
-        return (answer is not None and answer == prompt.answer), answer
+        return score_final_number(prompt, text)
+
+
+def score_final_number(prompt: Prompt, text: str) -> tuple[bool, str | None]:
+    """(correct, the final number) of a GSM8K completion against ``prompt.answer``."""
+    answer = data.extract_final_number(text)
+    return (answer is not None and answer == prompt.answer), answer

@@ -13,11 +13,11 @@ import math
 
 from tuner.errors import UserError
 from tuner.space import Workload as WorkloadSettings
-from tuner.workloads import gsm8k as data
 from tuner.workloads._base import Prepared
 from tuner.workloads._base import Prompt
 from tuner.workloads._base import Workload
 from tuner.workloads._gsm8k import Gsm8k
+from tuner.workloads._gsm8k import score_final_number
 from tuner.workloads._prose_code import chat_prompts
 from tuner.workloads._prose_code import code_prompts
 from tuner.workloads._prose_code import sample
@@ -88,5 +88,4 @@ class Mix(Workload):
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
         if prompt.content != "math":
             return None, None
-        answer = data.extract_final_number(text)
-        return (answer is not None and answer == prompt.answer), answer
+        return score_final_number(prompt, text)
