@@ -38,16 +38,21 @@ def report(
         from tuner.report import final_table
         from tuner.report import render
 
-        tables = {"Pareto front": display_table(front), "Leaderboard": display_table(board),
+        from tuner.report import pick_table
+
+        tables = {"The pick (tuner export --pick fastest)": display_table(pick_table(data)),
+                  "Pareto front": display_table(front), "Leaderboard": display_table(board),
                   "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
         if data.accuracy is not None and data.accuracy.final_rows:
             tables["Final accuracy sample"] = final_table(data.accuracy)
         html.write_text(render(data, tables))
     if json_:
         from tuner.report import as_dict
+        from tuner.report import pick_row
 
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
-                               "workload": data.workload,
+                               "workload": data.workload, "summary": data.summary(),
+                               "pick": pick_row(data),
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
                                "failures": data.failures().to_dict(orient="records"),

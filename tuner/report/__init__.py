@@ -9,6 +9,8 @@ from tuner.report._html import render
 from tuner.report._tables import display_table
 from tuner.report._tables import front_table
 from tuner.report._tables import leaderboard
+from tuner.report._tables import pick_row
+from tuner.report._tables import pick_table
 from tuner.report._tables import print_tables
 
 
@@ -21,6 +23,8 @@ __all__ = [
            "final_table",
            "front_table",
            "leaderboard",
+           "pick_row",
+           "pick_table",
            "print_tables",
            "render",
 ]

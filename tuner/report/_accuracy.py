@@ -75,7 +75,9 @@ class AccuracyGate:
             where = "the final sample" if p.get("launch") is not None else "screening"
             power = (f"{POWER:.0%} power against a drop of {p['detectable_pp']:.1f} pp"
                      if p["detectable_pp"] else f"under {POWER:.0%} power against any drop")
-            lines.append(f"the pick #{p['trial']}: {p['drop_pp']:+.2f} pp vs the baseline on "
+            change = -p["drop_pp"]      # drop_pp > 0: the pick answers fewer correctly
+            lines.append(f"the pick #{p['trial']}: accuracy {change:+.2f} pp against the "
+                         f"baseline ({'worse' if change < 0 else 'not worse'}) on "
                          f"{where}'s {p['questions']} paired questions (one-sided p = "
                          f"{p['p_drop']:.3g}; {power})")
         return lines

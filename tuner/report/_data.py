@@ -1,12 +1,12 @@
-"""A study as tables: one row per trial, the Pareto front, failures, per-knob effects.
+"""A study as tables: one row per configuration, the pick, the front, failures, per-knob
+effects, all read from the study's :class:`tuner.study.Answer` (the terminal report, the
+HTML page, the CSV and the JSON show the same figures and verdicts as export and the sweep).
 
-Kinds of trial: ``feasible`` (measured, every constraint met), ``gated`` (measured, a gate
-rule fired: collapse or accuracy drop), ``failed`` (no measurement: crash, OOM, timeout,
-unsupported knob, effect mismatch...). Repeats of a measured configuration (and the
-stored failure stand-ins of older studies) are bookkeeping and never shown as trials of
-their own; the finals' re-measurements are pooled into the row of the configuration they
-re-measured (its TPOT is then the pooled estimate, :func:`tuner.study.estimates`, and
-``launches`` says how many launches it pools).
+Kinds: ``feasible`` (measured, every gate passed), ``gated`` (a screening gate fired:
+collapse or accuracy drop), ``refused`` (the final accuracy sample refused it or a
+configuration with its numerics), ``failed`` (no measurement: crash, OOM, timeout,
+unsupported knob, effect mismatch...), ``pruned`` (stopped early). Repeats and the finals'
+re-measurements are pooled into the row of the configuration they measured (``launches``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from tuner.errors import clip
 from tuner.report._accuracy import AccuracyGate
 from tuner.report._accuracy import accuracy_gate
 from tuner.space import value_key
+from tuner.study import Answer
+from tuner.study import Configuration
 from tuner.study import Role
-from tuner.study import TrialSummary
 from tuner.study import context_of
-from tuner.study import estimates
-from tuner.study import feasible_best
+from tuner.study import study_answer
 from tuner.study import summaries
-from tuner.study import ties_with
 
 
 @dataclass
@@ -38,12 +37,8 @@ class StudyData:
     baseline: dict[str, Any] | None
     simulated: bool
     with_accuracy: bool
-    #: Trial numbers on the Pareto front of the figures shown (pooled TPOT, accuracy).
-    front_numbers: frozenset[int] = frozenset()
-    #: The trial ``tuner export --pick fastest`` takes (:func:`tuner.study.feasible_best`).
-    pick_number: int | None = None
-    #: Feasible trials whose TPOT interval overlaps the pick's (:func:`tuner.study.ties_with`).
-    tie_numbers: frozenset[int] = frozenset()
+    #: the study's answer (configurations, front, pick, ties): :func:`tuner.study.answer_of`
+    answer: Answer | None = None
     #: knob -> importance for TPOT over the measured configurations (PED-ANOVA, sums to 1);
     #: empty when there are too few of them (:func:`tpot_importance`).
     importance: dict[str, float] = field(default_factory=dict)
@@ -53,12 +48,40 @@ class StudyData:
     workload: str = ""
 
     @property
+    def pick_number(self) -> int | None:
+        """The configuration ``tuner export --pick fastest`` takes."""
+        pick = self.answer.pick if self.answer is not None else None
+        return pick.number if pick is not None else None
+
+    @property
+    def front_numbers(self) -> frozenset[int]:
+        return frozenset(c.number for c in self.answer.front) if self.answer else frozenset()
+
+    @property
     def measured(self) -> pd.DataFrame:
         return self.trials[~self.trials["kind"].isin(("failed", "pruned"))]
 
     @property
     def feasible(self) -> pd.DataFrame:
         return self.trials[self.trials["kind"] == "feasible"]
+
+    def summary(self) -> str:
+        """``12 configurations: 8 feasible (3 confirmed by the finals), 2 gated, ...``."""
+        counts = self.trials["kind"].value_counts().to_dict() if "kind" in self.trials else {}
+        total = sum(counts.values())
+        parts = [f"{counts[k]} {'stopped early' if k == 'pruned' else k}"
+                 for k in ("feasible", "gated", "refused", "failed", "pruned")
+                 if counts.get(k)]
+        confirmed = self.answer.confirmed if self.answer is not None else 0
+        if counts.get("feasible"):
+            parts[0] += (f" ({confirmed} confirmed by the finals)" if confirmed else
+                         " (none re-measured: each is 1 launch, unconfirmed)")
+        noun = "configuration" if total == 1 else "configurations"
+        return f"{total} {noun}" + (": " + ", ".join(parts) if parts else "")
+
+    def pick(self) -> pd.DataFrame:
+        """The pick's row (empty before there is one)."""
+        return self.trials[self.trials["number"] == self.pick_number]
 
     def front(self) -> pd.DataFrame:
         """The feasible Pareto front's trials, fastest first."""
@@ -88,74 +111,52 @@ class StudyData:
                 feas = grp[grp["kind"] == "feasible"]["tpot_ms"]
                 rows.append({"knob": knob, "value": value, "trials": len(grp),
                              "failed": int((grp["kind"] == "failed").sum()),
-                             "gated": int((grp["kind"] == "gated").sum()),
+                             "gated": int(grp["kind"].isin(("gated", "refused")).sum()),
                              "median_tpot_ms": feas.median() if len(feas) else None,
                              "best_tpot_ms": feas.min() if len(feas) else None})
         return pd.DataFrame(rows)
 
 
-def _kind(t: TrialSummary) -> str:
-    if t.state == "PRUNED":
-        return "pruned"       # stopped early: its figures cover part of the workload
-    if t.state != "COMPLETE" or not t.values:
-        return "failed"
-    return "feasible" if t.feasible else "gated"
+def _row(c: Configuration) -> dict[str, Any]:
+    """One configuration as a table row: the figures every output shows."""
+    t = c.first
+    ci: list[Any] = list(c.tpot_ci95) if c.tpot_ci95 else [None, None]
+    aci: list[Any] = list(t.accuracy_ci95) if t.accuracy_ci95 else [None, None]
+    return {
+        "number": c.number, "role": c.role.value, "kind": c.kind,
+        "tpot_ms": c.tpot_ms, "tpot_lo": ci[0], "tpot_hi": ci[1], "launches": c.launches,
+        "confirmed": c.confirmed, "first_reading_ms": t.tpot_ms,
+        "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
+        "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
+        "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
+        "reason": t.reason, "message": t.message,
+        "gate": ", ".join(t.gate), "verdict": c.status, "pick": c.is_pick,
+        "tie": c.tie, "final_sample_passed": c.final_passed, "config": t.config,
+        "config_hash": t.config_hash, "started_at": t.started_at,
+        "completed_at": t.completed_at,
+        **{f"knob.{k}": value_key(v) for k, v in t.config.items()},
+    }
 
 
 def collect(study: Any) -> StudyData:
-    knobs: list[str] = []
-    rows = []
-    baseline = None
     every = summaries(study)
-    pooled = estimates(study, every)
-    for t in every:
-        if t.role in (Role.FAILURE_TWIN, Role.DUPLICATE, Role.REMEASURE) or t.recovered:
-            continue
-        if t.state not in ("COMPLETE", "FAIL", "PRUNED"):
-            continue
-        for k in t.config:
-            if k not in knobs:
-                knobs.append(k)
-        ci: list[Any] = list(t.tpot_ci95) if t.tpot_ci95 else [None, None]
-        e = pooled.get(t.number)
-        tpot, launches = t.tpot_ms, 1
-        if e is not None and e.remeasured:
-            tpot, ci, launches = e.tpot_ms, [e.low, e.high], e.launches
-        aci: list[Any] = list(t.accuracy_ci95) if t.accuracy_ci95 else [None, None]
-        row = {
-            "number": t.number, "role": t.role.value, "kind": _kind(t),
-            "tpot_ms": tpot, "tpot_lo": ci[0], "tpot_hi": ci[1], "launches": launches,
-            "first_reading_ms": t.tpot_ms,
-            "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
-            "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
-            "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
-            "reason": t.reason, "message": t.message,
-            "gate": ", ".join(t.gate), "config": t.config,
-            "config_hash": t.config_hash, "started_at": t.started_at,
-            "completed_at": t.completed_at,
-            **{f"knob.{k}": value_key(v) for k, v in t.config.items()},
-        }
-        rows.append(row)
-        if t.role == Role.BASELINE and row["kind"] != "failed":
-            baseline = row
+    answer = study_answer(study, every)
+    knobs = list(dict.fromkeys(k for c in answer.configurations for k in c.config))
+    rows = [_row(c) for c in answer.configurations]
+    baseline = next((r for r in rows if r["role"] == Role.BASELINE.value
+                     and r["kind"] != "failed"), None)
     df = pd.DataFrame(rows)
     if df.empty:
         df = pd.DataFrame(columns=["number", "role", "kind", "tpot_ms", "accuracy", "reason",
-                                   "message", "config"])
-    front = _undominated(df)
-    df = _typed(df, knobs, front, baseline)
-    pick = feasible_best(study, every)
-    with_accuracy = len(study.directions) > 1
+                                   "message", "config", "verdict", "launches"])
+    df = _typed(df, knobs, frozenset(c.number for c in answer.front), baseline)
+    pick = answer.pick
     return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context_of(study).simulated,
-                     with_accuracy=with_accuracy,
-                     front_numbers=front,
-                     pick_number=pick.number if pick is not None else None,
-                     tie_numbers=frozenset(ties_with(study, pick.number, every))
-                     if pick is not None else frozenset(),
+                     with_accuracy=answer.with_accuracy, answer=answer,
                      importance=tpot_importance(study, df),
                      accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
-                     if with_accuracy else None, workload=workload_text(study))
+                     if answer.with_accuracy else None, workload=workload_text(study))
 
 
 def workload_text(study: Any) -> str:
@@ -164,25 +165,6 @@ def workload_text(study: Any) -> str:
 
     wl = Workload.from_record(context_of(study).workload)
     return wl.describe_content() if wl is not None else ""
-
-
-def _undominated(df: pd.DataFrame) -> frozenset[int]:
-    """The report's Pareto front: the feasible rows no other feasible row beats on the
-    figures the report shows (a re-measured configuration's pooled TPOT, not its first
-    reading, and accuracy). Chosen on first readings and shown with pooled ones, a front
-    point could be slower and no more accurate than a row listed under it."""
-    if df.empty or "kind" not in df:
-        return frozenset()
-    feas = df[df["kind"] == "feasible"]
-    acc = feas["accuracy"].astype(float).fillna(0.0)
-    tpot = feas["tpot_ms"].astype(float)
-    keep = set()
-    for i, n in enumerate(feas["number"]):
-        t, a = float(tpot.iloc[i]), float(acc.iloc[i])
-        others = feas["number"] != n
-        if not ((tpot <= t) & (acc >= a) & ((tpot < t) | (acc > a)) & others).any():
-            keep.add(int(n))
-    return frozenset(keep)
 
 
 def _gate(study: Any) -> Any:

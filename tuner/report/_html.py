@@ -18,6 +18,7 @@ FRONT = "#2ca02c"
 GATED = "#9a9a9a"
 FAILED = "#d62728"
 BASELINE = "#000000"
+PICK = "#ff7f0e"
 
 
 def label(v: Any) -> str:
@@ -40,9 +41,11 @@ def ordered_labels(values: pd.Series) -> list[str]:
 def _hover(df: pd.DataFrame, data: StudyData) -> list[str]:
     out = []
     for _, r in df.iterrows():
-        lines = [f"trial #{r['number']} ({r['kind']})"]
+        lines = [f"trial #{r['number']}: {r['verdict']}"]
         if pd.notna(r.get("tpot_ms")):
-            lines.append(f"TPOT {r['tpot_ms']:.2f} ms")
+            runs = int(r["launches"]) if pd.notna(r.get("launches")) else 1
+            lines.append(f"TPOT {r['tpot_ms']:.2f} ms"
+                         + (f" (mean of {runs} launches)" if runs > 1 else " (1 launch)"))
         if pd.notna(r.get("accuracy")):
             lines.append(f"accuracy {r['accuracy']:.1%}")
         if pd.notna(r.get("accept_length")) and r.get("accept_length"):
@@ -63,7 +66,7 @@ def pareto_figure(data: StudyData) -> Any:
     fig = go.Figure()
     measured = t[t["kind"] != "failed"]
     y_col = "accuracy" if data.with_accuracy else "tpot_ms"
-    feas, gated = t[t["kind"] == "feasible"], t[t["kind"] == "gated"]
+    feas, gated = t[t["kind"] == "feasible"], t[t["kind"].isin(("gated", "refused"))]
     fig.add_trace(go.Scatter(x=feas["tpot_ms"], y=feas[y_col], mode="markers",
                              name="feasible", hovertext=_hover(feas, data), hoverinfo="text",
                              marker={"color": FEASIBLE, "size": 11}))
@@ -73,9 +76,16 @@ def pareto_figure(data: StudyData) -> Any:
                              hoverinfo="text", line={"color": FRONT, "width": 2},
                              marker={"color": FRONT, "size": 14, "symbol": "star"}))
     fig.add_trace(go.Scatter(x=gated["tpot_ms"], y=gated[y_col], mode="markers",
-                             name="infeasible (gated)", hovertext=_hover(gated, data),
+                             name="infeasible (gated or refused)", hovertext=_hover(gated, data),
                              hoverinfo="text",
                              marker={"color": GATED, "size": 13, "symbol": "x"}))
+    pick = data.pick()
+    if not pick.empty:
+        fig.add_trace(go.Scatter(x=pick["tpot_ms"], y=pick[y_col], mode="markers",
+                                 name="the pick (tuner export)", hovertext=_hover(pick, data),
+                                 hoverinfo="text", marker={
+                                     "color": "rgba(0,0,0,0)", "size": 24, "symbol": "circle",
+                                     "line": {"color": PICK, "width": 3}}))
     failed = t[t["kind"] == "failed"]
     if not failed.empty:
         x_fail = (measured["tpot_ms"].max() * 1.12) if not measured.empty else 1.0
@@ -170,6 +180,15 @@ def accept_figure(data: StudyData) -> Any | None:
     return fig
 
 
+#: What the importance chart measures, printed under it: it can rank a knob low that the
+#: per-knob table shows to matter, and the page says why.
+IMPORTANCE_NOTE = (
+    "Importance here is PED-ANOVA's: how differently the fastest 10% of the measured "
+    "configurations set each knob than all measured configurations do. It is not the knob's "
+    "effect on the median: a value the search tried almost everywhere (because it was fast) "
+    "scores low even when the per-knob effects table shows the other value is much slower.")
+
+
 def importance_figure(data: StudyData) -> Any | None:
     """Each knob's importance for TPOT (:func:`tuner.report._data.tpot_importance`)."""
     import plotly.graph_objects as go
@@ -180,8 +199,7 @@ def importance_figure(data: StudyData) -> Any | None:
     fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
                            marker_color=FEASIBLE, text=[f"{v:.0%}" for _, v in items],
                            textposition="outside"))
-    fig.update_layout(title="knob importance for TPOT (PED-ANOVA over the measured "
-                      "configurations)", xaxis_title="share of importance",
+    fig.update_layout(title="knob importance for TPOT (PED-ANOVA; read the note below)", xaxis_title="share of importance",
                       xaxis_tickformat=".0%", template="plotly_white",
                       height=120 + 34 * len(items))
     return fig
@@ -230,15 +248,17 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
-    figs = [pareto_figure(data), *(f for f in (importance_figure(data), parallel_figure(data),
+    importance = importance_figure(data)
+    figs = [pareto_figure(data), *(f for f in (importance, parallel_figure(data),
                                               accept_figure(data)) if f is not None),
             *knob_figures(data)]
     parts = [pio.to_html(f, full_html=False, include_plotlyjs=False, config={
         "displaylogo": False}) for f in figs]
+    if importance is not None:
+        parts.insert(2, f"<p class=note>{IMPORTANCE_NOTE}</p>")
     clock = ("Figures are simulated machine time (the built-in Spark simulator)."
              if data.simulated else "Figures are wall-clock time.")
-    counts = data.trials["kind"].value_counts().to_dict()
-    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("feasible", "gated", "failed"))
+    summary = html.escape(data.summary())
     table_html = _html_tables(tables)
     gate = ("" if data.accuracy is None else "<h2>Accuracy gate</h2><ul>" + "".join(
         f"<li>{html.escape(line)}</li>" for line in data.accuracy.sentences()) + "</ul>")
@@ -249,7 +269,7 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
 table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ddd;padding:4px 8px}}
 th{{background:#f3f3f3}}</style></head>
 <body><h1>tuner report: {html.escape(data.name)}</h1>
-<p>{summary} trials. {clock} TPOT is the token-weighted mean over measured requests
+<p>{summary}. {clock} TPOT is the token-weighted mean over measured requests
 (decode time / decode tokens); accept length is this trial's tokens / verify rounds;
 accuracy is exact match of the final number on a fixed, seeded GSM8K subset.</p>
 {''.join(parts)}

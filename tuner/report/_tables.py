@@ -10,18 +10,6 @@ from tuner.report._data import StudyData
 from tuner.report._data import differs
 
 
-def _verdict(r: Any, data: StudyData) -> str:
-    """gated/failed, ``pick`` (what export takes), ``tie with the pick`` (TPOT intervals
-    overlap: the data cannot say which is faster), or feasible."""
-    if r["kind"] == "gated":
-        return "gated: " + r["gate"]
-    if r["kind"] != "feasible" or data.pick_number is None:
-        return r["kind"]
-    if int(r["number"]) == data.pick_number:
-        return "pick"
-    return "tie with the pick" if int(r["number"]) in data.tie_numbers else "feasible"
-
-
 def _num(v: Any) -> Any:
     """A JSON-ready number: None for missing, an int for a whole count."""
     if v is None or (isinstance(v, float) and pd.isna(v)) or v is pd.NA:
@@ -43,9 +31,10 @@ def _row(r: Any, data: StudyData) -> dict[str, Any]:
         "accuracy_ci95": _pair(r.get("acc_lo"), r.get("acc_hi")),
         "accept_length": _num(r.get("accept_length")), "speedup": _num(r.get("speedup")),
         "tpot_ms_by_class": _classes(r.get("class_tpot_ms")),
-        "on_front": bool(r.get("on_front")),
+        "on_front": bool(r.get("on_front")), "pick": bool(r.get("pick")),
+        "confirmed": bool(r.get("confirmed")),
         "differs_from_baseline": differs(r, data.baseline),
-        "verdict": _verdict(r, data),
+        "verdict": r["verdict"],
     }
 
 
@@ -94,11 +83,21 @@ def front_table(data: StudyData) -> pd.DataFrame:
     return pd.DataFrame([_row(r, data) for _, r in data.front().iterrows()])
 
 
+def pick_row(data: StudyData) -> dict[str, Any] | None:
+    """The pick as one row (``tuner report --json``'s ``pick``), or None."""
+    rows = [_row(r, data) for _, r in data.pick().iterrows()]
+    return rows[0] if rows else None
+
+
+def pick_table(data: StudyData) -> pd.DataFrame:
+    return pd.DataFrame([_row(r, data) for _, r in data.pick().iterrows()])
+
+
 def leaderboard(data: StudyData, top: int) -> pd.DataFrame:
     m = data.measured.copy()
     if m.empty:
         return pd.DataFrame()
-    m["_order"] = (m["kind"] != "feasible").astype(int)
+    m["_order"] = m["kind"].map({"feasible": 0, "refused": 1, "gated": 2}).fillna(3)
     m = m.sort_values(["_order", "tpot_ms"]).head(top)
     return pd.DataFrame([_row(r, data) for _, r in m.iterrows()])
 
@@ -110,14 +109,13 @@ def _fmt(v: Any, spec: str) -> str:
 def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataFrame) -> None:
     from rich.table import Table
 
-    clock = " - simulated machine time" if data.simulated else ""
-    counts = data.trials["kind"].value_counts().to_dict()
-    out.print(f"[bold]{data.name}[/]: {counts.get('feasible', 0)} feasible, "
-              f"{counts.get('gated', 0)} gated, {counts.get('failed', 0)} failed"
-              + (f", {counts['pruned']} stopped early" if counts.get("pruned") else "")
-              + f" trials{clock}"
+    clock = "; simulated machine time" if data.simulated else ""
+    out.print(f"[bold]{data.name}[/]: {data.summary()}{clock}"
               + (f"; measured on {data.workload}" if data.workload else ""))
-    for title, df in (("Pareto front", front), ("Leaderboard", board)):
+    for title, df in (("The pick (tuner export --pick fastest)", pick_table(data)),
+                      ("Pareto front", front), ("Leaderboard", board)):
+        if df.empty:
+            continue
         t = Table(title=title)
         shown = display_table(df)
         by_class = "TPOT ms by class" in shown
@@ -126,7 +124,8 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
                     "differs from the baseline", "verdict"):
             t.add_column(col, overflow="fold")
         for (_, r), (_, d) in zip(df.iterrows(), shown.iterrows(), strict=True):
-            colour = {"feasible": "green", "gated": "yellow"}.get(r["kind"], "red")
+            colour = {"feasible": "green", "gated": "yellow", "refused": "yellow"}.get(
+                r["kind"], "red")
             runs = f" x{r['launches']}" if r["launches"] > 1 else ""
             t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs,
                       *([d["TPOT ms by class"]] if by_class else []), d["tok/s"],

@@ -1,6 +1,11 @@
-"""The persistent Optuna study: storage, the driver lock, how trials are recorded, the
-feasible front. Every read and write of the study goes through here."""
+"""The persistent Optuna study: storage, the driver lock, how trials are recorded, and the
+answer every output tells (:class:`Answer`). Every read and write of the study goes
+through here."""
 
+from tuner.study._answer import Answer
+from tuner.study._answer import Configuration
+from tuner.study._answer import answer_of
+from tuner.study._answer import study_answer
 from tuner.study._bridge import distribution
 from tuner.study._bridge import suggest
 from tuner.study._facade import Proposal
@@ -40,7 +45,7 @@ from tuner.study._summary import summaries
 from tuner.study._summary import summarize
 
 
-__all__ = ["CONSTRAINT_KEYS", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
+__all__ = ["CONSTRAINT_KEYS", "Answer", "Configuration", "answer_of", "study_answer", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
            "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
            "TrialSummary", "baseline_trial", "context_of", "distribution", "estimates",
            "feasible_best", "feasible_estimates", "feasible_front", "final_baseline_runs",

@@ -43,30 +43,12 @@ def feasible_front(study: Any, refused: list[dict[str, Any]] | None = None) -> l
 
 
 def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
-    """The fastest feasible configuration's first trial (None before one exists).
-
-    Before the finals: the fastest of the feasible front. During: the finalist with the
-    lowest mean over its launches. After: the configuration the finals confirmed
+    """The pick's first trial (None before one exists): :class:`tuner.study.Answer`'s
+    pick, so the driver, the report and export name the same one. Before the finals: the
+    fastest of the feasible front. After: the configuration the finals confirmed
     (:mod:`tuner.study._pooled`); never a single lucky draw once re-measured. ``trials``:
     the study's summaries when the caller has them."""
-    from tuner.study._pooled import feasible_estimates
-    from tuner.study._pooled import final_verdicts
-    from tuner.study._pooled import final_verified
-    from tuner.study._summary import Role
-    from tuner.study._summary import summaries
+    from tuner.study._answer import study_answer
 
-    rows = trials if trials is not None else summaries(study)
-    verified = final_verified(rows)
-    est = [e for e in feasible_estimates(study, rows).values() if e.remeasured
-           and (verified is None or e.number in verified)]
-    if est:
-        confirmed = [e for e in est if e.unbiased]
-        chosen = min(confirmed or est, key=lambda e: e.pooled_ms)
-        return trial_at(study, chosen.number)
-    front = [t for t in feasible_front(study, final_verdicts(rows)[1])
-             if verified is None or t.number in verified]
-    if not front and verified:          # nothing passed the final sample: the baseline
-        base = next((s for s in rows if s.role == Role.BASELINE and s.number in verified),
-                    None)
-        return trial_at(study, base.number) if base is not None else None
-    return min(front, key=lambda t: t.values[0]) if front else None
+    pick = study_answer(study, trials).pick
+    return trial_at(study, pick.number) if pick is not None else None

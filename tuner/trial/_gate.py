@@ -96,7 +96,8 @@ def evaluate(agg: Aggregates, *, speculative: bool, cfg: Gate,
         rules.append(GateRule(
             rule="accuracy_drop", fired=fired, value=pa.drop_pp,
             threshold=cfg.max_accuracy_drop_pp,
-            detail=(f"{pa.drop_pp:+.2f} pp vs the baseline on {pa.pairs} paired questions "
+            detail=(f"accuracy drop {pa.drop_pp:+.2f} pp against the baseline (negative: "
+                    f"more right) on {pa.pairs} paired questions "
                     f"(baseline-only right {pa.base_only}, trial-only right {pa.trial_only}; "
                     f"McNemar exact p = {pa.p_two_sided:.3g}, one-sided p = {pa.p_drop:.3g})"
                     + ("" if fired else " - within tolerance or not significant"))))

@@ -1,0 +1,232 @@
+"""The answer of a study: one read model that every output tells.
+
+A sweep launches a configuration once while searching and the finalists again at the end
+(:mod:`tuner.sweep._finals`), so a configuration has several trials and one estimate. The
+progress line, ``tuner report`` (terminal, HTML, CSV, JSON), ``tuner export``, the profile
+and the dashboard all read a study through :func:`answer_of`, so they agree:
+
+* **configurations** - one :class:`Configuration` per measured configuration (its first
+  trial's number names it) with every launch, the displayed TPOT (the confirmed mean, else
+  the mean over its launches, else its one reading) and interval, and a verdict;
+* **the front** - the admissible configurations that no other admissible one beats on the
+  figures displayed (TPOT as above, the first launch's accuracy): non-dominated by
+  construction, whatever was re-measured;
+* **the pick** - what ``export --pick fastest`` takes: the confirmed finalist after the
+  finals (never a single lucky draw once re-measured), the fastest front row before them;
+  with a final accuracy sample, only what passed it;
+* **ties** - re-measured configurations whose launch intervals overlap the pick's: the data
+  cannot order them. A configuration measured once is never called a tie: it is
+  "1 launch, unconfirmed".
+
+Admissible: measured, every gate passed, and not refused by the final accuracy sample
+(directly or through a configuration with the same numerics, :func:`final_verdicts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner.study._pooled import Estimate
+from tuner.study._pooled import estimates
+from tuner.study._pooled import final_verdicts
+from tuner.study._pooled import final_verified
+from tuner.study._pooled import shares
+from tuner.study._summary import Role
+from tuner.study._summary import TrialSummary
+
+
+#: Kinds of configuration, in the order a table lists them.
+KINDS = ("feasible", "gated", "refused", "pruned", "failed")
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One measured configuration. ``number``: the trial that first measured it."""
+
+    number: int
+    role: Role
+    #: feasible, gated (a screening gate fired), refused (the final accuracy sample refused
+    #: it or a configuration with its numerics), pruned (stopped early) or failed
+    kind: str
+    first: TrialSummary
+    estimate: Estimate | None = None
+    #: the trials that measured it: the first, then the finals' launches
+    launch_numbers: tuple[int, ...] = ()
+    on_front: bool = False
+    is_pick: bool = False
+    tie: bool = False
+    #: passed the final accuracy sample (directly or through its numerics); None: no sample
+    final_passed: bool | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.first.config
+
+    @property
+    def admissible(self) -> bool:
+        return self.kind == "feasible"
+
+    @property
+    def tpot_ms(self) -> float | None:
+        return self.estimate.tpot_ms if self.estimate is not None else self.first.tpot_ms
+
+    @property
+    def tpot_ci95(self) -> tuple[float, float] | None:
+        if self.estimate is not None:
+            return (self.estimate.low, self.estimate.high)
+        ci = self.first.tpot_ci95
+        return (ci[0], ci[1]) if ci else None
+
+    @property
+    def launches(self) -> int:
+        return self.estimate.launches if self.estimate is not None else 1
+
+    @property
+    def confirmed(self) -> bool:
+        """Re-measured by the finals (its figure pools several launches)."""
+        return self.estimate is not None and self.estimate.remeasured > 0
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.first.accuracy
+
+    @property
+    def status(self) -> str:
+        """The verdict in words: the same text in every table, page and file."""
+        if self.kind == "gated":
+            return "gated: " + ", ".join(self.first.gate)
+        if self.kind == "refused":
+            return "refused: the final accuracy sample"
+        if self.kind == "failed":
+            return f"failed: {self.first.reason or 'unknown'}"
+        if self.kind == "pruned":
+            return "stopped early"
+        if self.is_pick:
+            return "pick"
+        if self.tie:
+            return "tie with the pick"
+        return "feasible" if self.confirmed else "feasible, 1 launch, unconfirmed"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A study's configurations, front, pick and ties (:func:`answer_of`)."""
+
+    configurations: list[Configuration]
+    with_accuracy: bool
+    pick: Configuration | None = None
+    baseline: Configuration | None = None
+    front: list[Configuration] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> int:
+        """Configurations the finals re-measured."""
+        return sum(c.confirmed for c in self.configurations)
+
+    @property
+    def ties(self) -> list[Configuration]:
+        return [c for c in self.configurations if c.tie]
+
+    def get(self, number: int) -> Configuration | None:
+        return next((c for c in self.configurations if c.number == number), None)
+
+    def speedup(self, c: Configuration) -> float | None:
+        base = self.baseline.tpot_ms if self.baseline is not None else None
+        return base / c.tpot_ms if base and c.tpot_ms else None
+
+
+def _kind(s: TrialSummary, refused: list[dict[str, Any]]) -> str:
+    if s.state == "PRUNED":
+        return "pruned"
+    if s.state != "COMPLETE" or not s.values:
+        return "failed"
+    if not s.feasible:
+        return "gated"
+    return "refused" if refused and shares(s.config, refused) else "feasible"
+
+
+def _undominated(rows: list[Configuration], with_accuracy: bool) -> set[int]:
+    """Numbers of the admissible ``rows`` no other admissible row beats on the displayed
+    TPOT and accuracy (missing accuracy counts as 0). Single objective: the fastest."""
+    cands = [c for c in rows if c.admissible and c.tpot_ms is not None]
+    if not cands:
+        return set()
+    if not with_accuracy:
+        best = min(c.tpot_ms for c in cands if c.tpot_ms is not None)
+        return {c.number for c in cands if c.tpot_ms == best}
+    keep: set[int] = set()
+    top = float("-inf")
+    for c in sorted(cands, key=lambda c: (c.tpot_ms, -(c.accuracy or 0.0))):
+        acc = c.accuracy or 0.0
+        if acc > top:
+            keep.add(c.number)
+            top = acc
+    # rows equal to a kept one on both figures are not beaten either
+    shown = {(c.tpot_ms, c.accuracy or 0.0) for c in cands if c.number in keep}
+    return keep | {c.number for c in cands if (c.tpot_ms, c.accuracy or 0.0) in shown}
+
+
+def _pick(rows: list[Configuration], summaries: list[TrialSummary],
+          front: set[int]) -> Configuration | None:
+    """After the finals: the re-measured admissible configuration (confirmed ones first)
+    with the lowest mean over its launches; before: the fastest front row. With a final
+    accuracy sample only what passed it; when nothing did, the baseline."""
+    verified = final_verified(summaries)
+    ok = [c for c in rows if c.admissible and (verified is None or c.number in verified)]
+    measured_again = [c for c in ok if c.confirmed]
+    if measured_again:
+        unbiased = [c for c in measured_again if c.estimate and c.estimate.unbiased]
+        return min(unbiased or measured_again,
+                   key=lambda c: c.estimate.pooled_ms if c.estimate else 0.0)
+    on_front = [c for c in ok if c.number in front]
+    if on_front:
+        return min(on_front, key=lambda c: (c.tpot_ms or 0.0, c.number))
+    if verified:        # nothing faster passed the final sample: the baseline
+        return next((c for c in ok if c.role == Role.BASELINE), None)
+    return None
+
+
+def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
+    """The :class:`Answer` of a study whose trials are ``summaries`` (in number order)."""
+    from dataclasses import replace
+
+    _, refused = final_verdicts(summaries)
+    verified = final_verified(summaries)
+    pooled = estimates(None, summaries)
+    again: dict[int, list[int]] = {}
+    for s in summaries:
+        if s.role == Role.REMEASURE and s.remeasure_of is not None and not s.recovered:
+            again.setdefault(s.remeasure_of, []).append(s.number)
+    rows = [Configuration(
+        number=s.number, role=s.role, kind=_kind(s, refused), first=s,
+        estimate=pooled.get(s.number), launch_numbers=(s.number, *again.get(s.number, [])),
+        final_passed=None if verified is None else s.number in verified)
+        for s in summaries if s.measured]
+    front = _undominated(rows, with_accuracy)
+    pick = _pick(rows, summaries, front)
+    me = pick.estimate if pick is not None else None
+    out = []
+    for c in rows:
+        tie = (me is not None and pick is not None and c.number != pick.number
+               and c.admissible and c.confirmed and me.remeasured > 0
+               and c.estimate is not None and c.estimate.overlaps(me))
+        out.append(replace(c, on_front=c.number in front,
+                           is_pick=pick is not None and c.number == pick.number, tie=tie))
+    by_number = {c.number: c for c in out}
+    return Answer(
+        configurations=out, with_accuracy=with_accuracy,
+        pick=by_number[pick.number] if pick is not None else None,
+        baseline=next((c for c in out if c.role == Role.BASELINE and c.kind != "failed"),
+                      None),
+        front=sorted((by_number[n] for n in front),
+                     key=lambda c: (c.tpot_ms or 0.0, -(c.accuracy or 0.0), c.number)))
+
+
+def study_answer(study: Any, summaries: list[TrialSummary] | None = None) -> Answer:
+    """:func:`answer_of` a stored Optuna study (``summaries``: when the caller read them)."""
+    from tuner.study._summary import summaries as read
+
+    rows = summaries if summaries is not None else read(study)
+    return answer_of(rows, with_accuracy=len(study.directions) > 1)
