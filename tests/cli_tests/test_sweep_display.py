@@ -38,7 +38,9 @@ def test_at_80_columns_the_first_line_holds_bar_eta_and_best() -> None:
     first = lines[0]
     assert "━" in first and "120/300" in first
     assert "ETA 1:30:00" in first                # 20 launches in 600 s; 180 to go
-    assert "best 17.42 ms #123 1.52x" in first
+    assert "pick #123 17.42 ms 1.52x" in first
+    p.best_launches = 13                         # after the finals: the pooled mean's launches
+    assert "pick #123 17.42 ms x13 1.52x" in _render(p, now=1000.0 + 600, width=80)[0]
     assert lines[1].startswith("6 failed (3 oom, 2 startup_timeout, 1 launch_error)")
     narrow = _render(p, now=1600.0, width=60)     # the counts line is cropped, not wrapped
     assert len(narrow) == 2 and narrow[1].endswith("…")

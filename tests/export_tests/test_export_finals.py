@@ -28,7 +28,7 @@ def test_export_after_the_finals_with_model_backed_runner(tmp_path: Path) -> Non
                                     str(tmp_path / "prof")),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert f"trial #{pick.number} (fastest)" in out.stdout
+    assert f"trial #{pick.number} (fastest; pick)" in out.stdout
     assert "capacity: mem_fraction=0.7 served in the finals" in out.stdout
     prof = yaml.safe_load((tmp_path / "prof" / "profile.yaml").read_text())
     assert prof["config"]["mem_fraction"] == 0.7                # the larger KV pool

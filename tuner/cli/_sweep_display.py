@@ -41,9 +41,12 @@ def fraction(p: Progress, now: float) -> float:
 
 
 def best_text(p: Progress) -> str:
+    """The pick so far as every output names it: its TPOT is the mean of its launches
+    once the finals re-measure it (it may rise: the first reading was the luckiest)."""
     if p.best_tpot is None:
-        return "best -"
-    out = f"best {p.best_tpot:.2f} ms #{p.best_number}"
+        return "pick -"
+    runs = f" x{p.best_launches}" if p.best_launches > 1 else ""
+    out = f"pick #{p.best_number} {p.best_tpot:.2f} ms{runs}"
     if p.baseline_tpot:
         out += f" {p.baseline_tpot / p.best_tpot:.2f}x"
     return out
@@ -126,35 +129,9 @@ class Display:
 
 
 def print_front(console: Any, study: Any, *, simulated: bool) -> None:
-    from rich.table import Table
+    """The pick and the front as `tuner report` shows them (:func:`tuner.report.
+    print_answer`)."""
+    from tuner.report import collect
+    from tuner.report import print_answer
 
-    from tuner.study import Role
-    from tuner.study import baseline_trial
-    from tuner.study import feasible_front
-    from tuner.study import summarize
-
-    front = [summarize(t) for t in sorted(feasible_front(study), key=lambda t: t.values[0])]
-    base_trial = baseline_trial(study)
-    base = summarize(base_trial) if base_trial is not None else None
-    title = "Pareto front (feasible trials; TPOT vs GSM8K accuracy)"
-    if simulated:
-        title += " - simulated machine time"
-    table = Table(title=title)
-    for col in ("trial", "TPOT ms [95% CI]", "tok/s", "accuracy", "accept len", "speed-up",
-                "differs from the baseline"):
-        table.add_column(col)
-    base_cfg = base.config if base is not None else {}
-    for t in front:
-        assert t.values is not None
-        ci = t.tpot_ci95
-        diff = {k: v for k, v in t.config.items() if base_cfg.get(k) != v}
-        table.add_row(
-            f"#{t.number}" + (" (baseline)" if t.role == Role.BASELINE else ""),
-            f"{t.values[0]:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""),
-            f"{t.decode_tok_s or 0:.1f}",
-            f"{t.accuracy:.1%}" if t.accuracy is not None else "-",
-            f"{t.accept_length:.2f}" if t.accept_length else "-",
-            f"{base.values[0] / t.values[0]:.2f}x" if base is not None and base.values
-            else "-",
-            " ".join(f"{k}={v}" for k, v in diff.items()) or "-")
-    console.print(table)
+    print_answer(console, collect(study))

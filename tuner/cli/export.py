@@ -23,24 +23,26 @@ def export(
     from tuner.cli._common import console
     from tuner.engines import make_engine
     from tuner.errors import UserError
-    from tuner.export import pick_trial
     from tuner.export import result_of
     from tuner.export import write_profile
     from tuner.space import Gate
     from tuner.space import parse_space
     from tuner.study import baseline_trial
     from tuner.study import context_of
-    from tuner.study import estimates
     from tuner.study import largest_capacity
     from tuner.study import open_study
     from tuner.study import redact_url
     from tuner.study import slug
+    from tuner.study import study_answer
     from tuner.study import summaries
+    from tuner.study import trial_at
     from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
     rows = summaries(st)                  # read once: a study may hold 10,000s of trials
-    trial = pick_trial(st, pick, rows)
+    answer = study_answer(st, rows)
+    chosen = answer.choose(pick)
+    trial = trial_at(st, chosen.number)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
     larger = largest_capacity(st, trial.number, rows)
     result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
@@ -64,14 +66,14 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
-    estimate = estimates(st, rows).get(trial.number)
+    estimate = chosen.estimate
     files = write_profile(folder, engine, command, model_path, result,
                           trial_number=trial.number, study_name=study,
                           storage_url=redact_url(loc.storage_url), baseline=baseline,
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
                           estimate=estimate)
-    _say_pick(result, trial.number, pick, estimate)
-    _say_ties_and_capacity(st, trial.number, larger, rows)
+    _say_pick(result, chosen, pick)
+    _say_ties_and_capacity(st, answer, chosen, larger)
     c = console()
     for f in files:
         c.print(f"wrote {f}")
@@ -80,39 +82,40 @@ def export(
             "--log server.log")
 
 
-def _say_pick(result: Any, number: int, pick: str, estimate: Any) -> None:
+def _say_pick(result: Any, chosen: Any, pick: str) -> None:
+    """What was exported, with the figures `tuner report` shows for it (the same TPOT,
+    interval and launches)."""
     from tuner.cli._common import console
 
     c = console()
     a = result.aggregates
     cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
-    c.print(f"trial #{number} ({pick}): {cfg}")
-    if a is None or not a.tpot_ms:
+    c.print(f"trial #{chosen.number} ({pick}; {chosen.status}): {cfg}", highlight=False)
+    if a is None or chosen.tpot_ms is None:
         return
     label = " (simulated machine time)" if result.simulated else ""
-    acc = f", accuracy {a.accuracy:.1%}" if a.accuracy is not None else ""
-    c.print(f"measured TPOT {a.tpot_ms:.2f} ms{label}, accept length "
-            f"{a.accept_length or 1:.2f}{acc}")
-    if estimate is not None and estimate.remeasured:
-        kind = "confirmation launches" if estimate.unbiased else "launches"
-        c.print(f"TPOT over {kind}: {estimate.tpot_ms:.2f} ms [{estimate.low:.2f}, "
-                f"{estimate.high:.2f}] ({estimate.launches} launches in all); the profile "
-                "reports this")
+    ci = chosen.tpot_ci95
+    n = chosen.launches
+    what = ("the mean of its confirmation launches" if chosen.estimate is not None
+            and chosen.estimate.unbiased else f"the mean of {n} launches" if n > 1
+            else "1 launch, unconfirmed")
+    acc = f", accuracy {chosen.accuracy:.1%}" if chosen.accuracy is not None else ""
+    c.print(f"TPOT {chosen.tpot_ms:.2f} ms" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+            + f"{label}: {what}; accept length {a.accept_length or 1:.2f}{acc}",
+            highlight=False)
 
 
-def _say_ties_and_capacity(st: Any, number: int, larger: Any, rows: list[Any]) -> None:
+def _say_ties_and_capacity(st: Any, answer: Any, chosen: Any, larger: Any) -> None:
     from tuner.cli._common import console
     from tuner.study import summarize
-    from tuner.study import ties_with
-    from tuner.study import trial_at
 
-    ties = ties_with(st, number, rows)
+    ties = [t.number for t in answer.ties] if chosen.is_pick else []
     if ties:
-        console().print(f"tie: {len(ties)} other configuration(s) measured within the pick's "
-                        f"interval ({', '.join(f'#{n}' for n in ties[:8])}): the data cannot "
-                        "say which is faster; `tuner report` lists them")
+        console().print(f"tie: {len(ties)} other re-measured configuration(s) within the "
+                        f"pick's interval ({', '.join(f'#{n}' for n in ties[:8])}): the "
+                        "data cannot say which is faster; `tuner report` lists them")
     if larger is not None:
-        big, first = summarize(larger), summarize(trial_at(st, number))
+        big, first = summarize(larger), chosen.first
         console().print(
             f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
             f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "

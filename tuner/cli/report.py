@@ -36,9 +36,8 @@ def report(
     if html is not None:
         from tuner.report import display_table
         from tuner.report import final_table
-        from tuner.report import render
-
         from tuner.report import pick_table
+        from tuner.report import render
 
         tables = {"The pick (tuner export --pick fastest)": display_table(pick_table(data)),
                   "Pareto front": display_table(front), "Leaderboard": display_table(board),

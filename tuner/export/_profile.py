@@ -12,7 +12,6 @@ A profile folder holds
 
 from __future__ import annotations
 
-import math
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
@@ -24,50 +23,16 @@ from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.study import Estimate
-from tuner.study import Role
-from tuner.study import feasible_best
-from tuner.study import feasible_front
-from tuner.study import summarize
+from tuner.study import artifact_metas
+from tuner.study import study_answer
 from tuner.study import trial_at
 from tuner.trial import TrialResult
 
 
 def pick_trial(study: Any, pick: str, trials: list[Any] | None = None) -> Any:
-    """The trial ``pick`` names: fastest, most-accurate or knee of the feasible front, or
-    ``trial:N``. ``trials``: the study's summaries when the caller has them."""
-    if pick.startswith("trial:"):
-        try:
-            number = int(pick.split(":", 1)[1])
-            trial = trial_at(study, number)
-        except (ValueError, IndexError):
-            raise UserError(f"--pick {pick}: no such trial") from None
-        summary = summarize(trial)
-        if summary.role == Role.DUPLICATE and summary.duplicate_of is not None:
-            trial = trial_at(study, summary.duplicate_of)
-            summary = summarize(trial)
-        if not summary.values or summary.role == Role.FAILURE_TWIN:
-            raise UserError(f"--pick {pick}: trial #{trial.number} has no measurement "
-                            f"({summary.state}, {summary.reason or ''})")
-        return trial
-    front = feasible_front(study)
-    if not front:
-        raise UserError("the study has no feasible measured trial yet")
-    if pick == "fastest":       # after the finals: the confirmed configuration
-        return feasible_best(study, trials)
-    if pick == "most-accurate":
-        if len(front[0].values) < 2:
-            raise UserError("--pick most-accurate needs a GSM8K study (accuracy objective)")
-        return max(front, key=lambda t: (t.values[1], -t.values[0]))
-    if pick == "knee":
-        if len(front[0].values) < 2 or len(front) < 3:
-            return min(front, key=lambda t: t.values[0])
-        tp = [t.values[0] for t in front]
-        ac = [t.values[1] for t in front]
-        span_t = (max(tp) - min(tp)) or 1.0
-        span_a = (max(ac) - min(ac)) or 1.0
-        return min(front, key=lambda t: math.hypot((t.values[0] - min(tp)) / span_t,
-                                                   (max(ac) - t.values[1]) / span_a))
-    raise UserError(f"--pick {pick!r}: expected fastest, most-accurate, knee or trial:N")
+    """The first trial of the configuration ``pick`` names (:meth:`tuner.study.Answer.
+    choose`). ``trials``: the study's summaries when the caller has them."""
+    return trial_at(study, study_answer(study, trials).choose(pick).number)
 
 
 class MissingArtifacts(UserError):
@@ -80,11 +45,9 @@ def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
 
     from optuna.artifacts import FileSystemArtifactStore
     from optuna.artifacts import download_artifact
-    from optuna.artifacts import get_all_artifact_meta
     from optuna.artifacts.exceptions import ArtifactNotFound
 
-    metas = [m for m in get_all_artifact_meta(trial, storage=study._storage)
-             if m.filename.endswith("-result.json")]
+    metas = [m for m in artifact_metas(study, trial) if m.filename.endswith("-result.json")]
     if not metas:
         raise MissingArtifacts(f"trial #{trial.number} has no stored result artifact")
     store = FileSystemArtifactStore(str(artifact_dir))

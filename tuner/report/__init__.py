@@ -11,6 +11,7 @@ from tuner.report._tables import front_table
 from tuner.report._tables import leaderboard
 from tuner.report._tables import pick_row
 from tuner.report._tables import pick_table
+from tuner.report._tables import print_answer
 from tuner.report._tables import print_tables
 
 
@@ -25,6 +26,7 @@ __all__ = [
            "leaderboard",
            "pick_row",
            "pick_table",
+           "print_answer",
            "print_tables",
            "render",
 ]

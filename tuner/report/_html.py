@@ -199,7 +199,8 @@ def importance_figure(data: StudyData) -> Any | None:
     fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
                            marker_color=FEASIBLE, text=[f"{v:.0%}" for _, v in items],
                            textposition="outside"))
-    fig.update_layout(title="knob importance for TPOT (PED-ANOVA; read the note below)", xaxis_title="share of importance",
+    fig.update_layout(title="knob importance for TPOT (PED-ANOVA; read the note below)",
+                      xaxis_title="share of importance",
                       xaxis_tickformat=".0%", template="plotly_white",
                       height=120 + 34 * len(items))
     return fig

@@ -153,6 +153,31 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
         out.print(t)
 
 
+def print_answer(out: Any, data: StudyData) -> None:
+    """The end of a sweep: the pick and the front as `tuner report` shows them (same TPOT,
+    interval, launches and verdict), readable at 80 columns: the table holds the figures,
+    each configuration follows on its own wrapped line."""
+    from rich.table import Table
+
+    clock = " (simulated machine time)" if data.simulated else ""
+    out.print(f"[bold]{data.name}[/]: {data.summary()}")
+    rows = pd.concat([data.pick(), data.front()]).drop_duplicates("number")
+    if rows.empty:
+        out.print("no feasible configuration was measured")
+        return
+    shown = display_table(pd.DataFrame([_row(r, data) for _, r in rows.iterrows()]))
+    t = Table(title=f"The pick and the Pareto front{clock}")
+    for col in ("trial", "TPOT ms [95% CI]", "accuracy", "speed-up", "verdict"):
+        t.add_column(col, overflow="fold")
+    for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
+        runs = f" x{int(r['launches'])}" if r["launches"] > 1 else ""
+        acc = _fmt(r.get("accuracy"), ".1%")
+        t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs, acc, d["speed-up"], d["verdict"])
+    out.print(t)
+    for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
+        out.print(f"{d['trial']}: {differs(r, data.baseline) or '-'}", highlight=False)
+
+
 def _plain_table(out: Any, title: str, df: pd.DataFrame) -> None:
     """``df`` as a rich table of its cells as text; nothing when it is empty."""
     from rich.table import Table

@@ -23,6 +23,7 @@ from tuner.study._pooled import largest_capacity
 from tuner.study._pooled import ties_with
 from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
+from tuner.study._record import artifact_metas
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import trial_at
@@ -45,10 +46,47 @@ from tuner.study._summary import summaries
 from tuner.study._summary import summarize
 
 
-__all__ = ["CONSTRAINT_KEYS", "Answer", "Configuration", "answer_of", "study_answer", "OBJECTIVES", "ROLE", "SAMPLERS", "DriverLock", "Estimate",
-           "LockHeld", "Proposal", "Role", "StudyContext", "StudyLocation", "SweepStudy",
-           "TrialSummary", "baseline_trial", "context_of", "distribution", "estimates",
-           "feasible_best", "feasible_estimates", "feasible_front", "final_baseline_runs",
-           "is_storage_error", "largest_capacity", "locate", "make_sampler", "open_study",
-           "redact_url", "sampler_trials", "slug", "storage_problem", "suggest", "summaries",
-           "summarize", "tell_result", "ties_with", "trial_at", "write_legacy_constraints"]
+__all__ = [
+           "CONSTRAINT_KEYS",
+           "OBJECTIVES",
+           "ROLE",
+           "SAMPLERS",
+           "Answer",
+           "Configuration",
+           "DriverLock",
+           "Estimate",
+           "LockHeld",
+           "Proposal",
+           "Role",
+           "StudyContext",
+           "StudyLocation",
+           "SweepStudy",
+           "TrialSummary",
+           "answer_of",
+           "artifact_metas",
+           "baseline_trial",
+           "context_of",
+           "distribution",
+           "estimates",
+           "feasible_best",
+           "feasible_estimates",
+           "feasible_front",
+           "final_baseline_runs",
+           "is_storage_error",
+           "largest_capacity",
+           "locate",
+           "make_sampler",
+           "open_study",
+           "redact_url",
+           "sampler_trials",
+           "slug",
+           "storage_problem",
+           "study_answer",
+           "suggest",
+           "summaries",
+           "summarize",
+           "tell_result",
+           "ties_with",
+           "trial_at",
+           "write_legacy_constraints",
+]

@@ -54,6 +54,8 @@ class Configuration:
     estimate: Estimate | None = None
     #: the trials that measured it: the first, then the finals' launches
     launch_numbers: tuple[int, ...] = ()
+    #: repeats answered from its result (nothing launched)
+    copies: tuple[int, ...] = ()
     on_front: bool = False
     is_pick: bool = False
     tie: bool = False
@@ -132,9 +134,64 @@ class Answer:
     def get(self, number: int) -> Configuration | None:
         return next((c for c in self.configurations if c.number == number), None)
 
+    def choose(self, pick: str) -> Configuration:
+        """The configuration ``tuner export --pick`` names: ``fastest`` (the pick),
+        ``most-accurate`` or ``knee`` of the front (the displayed figures), or ``trial:N``
+        (any measured configuration, a launch naming the configuration it measured). With a
+        final accuracy sample, the front's choices are among what passed it. Raises
+        :class:`tuner.errors.UserError` with the reason when there is none."""
+        from tuner.errors import UserError
+
+        if pick.startswith("trial:"):
+            return self._trial(pick)
+        if pick not in ("fastest", "most-accurate", "knee"):
+            raise UserError(f"--pick {pick!r}: expected fastest, most-accurate, knee or "
+                            "trial:N")
+        if self.pick is None:
+            raise UserError("the study has no feasible measured configuration yet")
+        front = [c for c in self.front if c.final_passed is not False] or [self.pick]
+        if pick == "fastest":
+            return self.pick
+        if not self.with_accuracy:
+            if pick == "most-accurate":
+                raise UserError("--pick most-accurate needs a GSM8K study (accuracy "
+                                "objective)")
+            return self.pick
+        if pick == "most-accurate":
+            return max(front, key=lambda c: (c.accuracy or 0.0, -(c.tpot_ms or 0.0)))
+        return _knee(front) if len(front) >= 3 else self.pick
+
+    def _trial(self, pick: str) -> Configuration:
+        from tuner.errors import UserError
+
+        try:
+            number = int(pick.split(":", 1)[1])
+        except ValueError:
+            raise UserError(f"--pick {pick}: expected trial:N with N a trial number") from None
+        for c in self.configurations:
+            if number in c.launch_numbers or number in c.copies:
+                if c.kind == "failed" or c.tpot_ms is None:
+                    raise UserError(f"--pick {pick}: trial #{c.number} has no measurement "
+                                    f"({c.first.state}, {c.first.reason or ''})")
+                return c
+        raise UserError(f"--pick {pick}: no measured configuration has trial #{number}; "
+                        "`tuner report` lists them")
+
     def speedup(self, c: Configuration) -> float | None:
         base = self.baseline.tpot_ms if self.baseline is not None else None
         return base / c.tpot_ms if base and c.tpot_ms else None
+
+
+def _knee(front: list[Configuration]) -> Configuration:
+    """The front row nearest the ideal corner (fastest TPOT, best accuracy), each figure
+    scaled to the front's span."""
+    import math
+
+    tp = [c.tpot_ms or 0.0 for c in front]
+    ac = [c.accuracy or 0.0 for c in front]
+    span_t, span_a = (max(tp) - min(tp)) or 1.0, (max(ac) - min(ac)) or 1.0
+    return min(front, key=lambda c: math.hypot(((c.tpot_ms or 0.0) - min(tp)) / span_t,
+                                               (max(ac) - (c.accuracy or 0.0)) / span_a))
 
 
 def _kind(s: TrialSummary, refused: list[dict[str, Any]]) -> str:
@@ -196,12 +253,16 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
     verified = final_verified(summaries)
     pooled = estimates(None, summaries)
     again: dict[int, list[int]] = {}
+    copies: dict[int, list[int]] = {}
     for s in summaries:
         if s.role == Role.REMEASURE and s.remeasure_of is not None and not s.recovered:
             again.setdefault(s.remeasure_of, []).append(s.number)
+        elif s.role == Role.DUPLICATE and s.duplicate_of is not None:
+            copies.setdefault(s.duplicate_of, []).append(s.number)
     rows = [Configuration(
         number=s.number, role=s.role, kind=_kind(s, refused), first=s,
         estimate=pooled.get(s.number), launch_numbers=(s.number, *again.get(s.number, [])),
+        copies=tuple(copies.get(s.number, [])),
         final_passed=None if verified is None else s.number in verified)
         for s in summaries if s.measured]
     front = _undominated(rows, with_accuracy)

@@ -17,6 +17,8 @@ from typing import Any
 from tuner.errors import UserError
 from tuner.space import Config
 from tuner.space import SearchSpace
+from tuner.study._answer import Answer
+from tuner.study._answer import answer_of
 from tuner.study._bridge import suggest
 from tuner.study._front import feasible_best
 from tuner.study._lock import DriverLock
@@ -149,6 +151,11 @@ class SweepStudy:
         caller already read."""
         best = feasible_best(self.study, trials if trials is not None else self.trials())
         return self._summary(best) if best is not None else None
+
+    def answer(self, trials: list[TrialSummary] | None = None) -> Answer:
+        """The study's :class:`tuner.study.Answer` (``trials``: summaries already read)."""
+        return answer_of(trials if trials is not None else self.trials(),
+                         with_accuracy=self.with_accuracy)
 
     # -- start of a sweep -------------------------------------------------------------------
     def claim(self, *, break_lock: bool = False) -> None:

@@ -44,6 +44,13 @@ def trial_at(study: Any, number: int) -> Any:
     return study.get_trials(deepcopy=False)[number]
 
 
+def artifact_metas(study: Any, trial: Any) -> list[Any]:
+    """The artifacts stored for ``trial`` (Optuna's ``ArtifactMeta``: id, file name)."""
+    from optuna.artifacts import get_all_artifact_meta
+
+    return list(get_all_artifact_meta(trial, storage=study._storage))
+
+
 def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str, Any]:
     """Key figures for the dashboard's trial table and for reports."""
     a = result.aggregates

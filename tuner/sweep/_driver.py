@@ -90,6 +90,7 @@ class Progress:
     baseline_tpot: float | None = None
     best_tpot: float | None = None
     best_number: int | None = None
+    best_launches: int = 1             # the pick's launches (x N once the finals ran)
     last: str = ""
 
 
@@ -385,12 +386,10 @@ class Driver:
             p.failures[r.reason or "unknown"] = p.failures.get(r.reason or "unknown", 0) + 1
         p.gated = sum(r.launched and r.state == "COMPLETE" and bool(r.gate) for r in rows)
         p.duplicates = sum(r.role == Role.DUPLICATE for r in rows)
-        best = self.sweep.best(rows)
-        if best is not None and best.values:
-            from tuner.study import estimates
-
-            e = estimates(None, rows).get(best.number)   # pooled after the finals
-            p.best_tpot, p.best_number = (e.tpot_ms if e else best.values[0]), best.number
+        pick = self.sweep.answer(rows).pick
+        if pick is not None:
+            p.best_tpot, p.best_number, p.best_launches = (pick.tpot_ms, pick.number,
+                                                           pick.launches)
 
 
 def _cancelled(number: int, why: str) -> Outcome:
