@@ -1,4 +1,6 @@
-"""``tuner dashboard`` serves optuna-dashboard: trials, gated ones infeasible, artifacts."""
+"""``tuner dashboard`` serves optuna-dashboard read-only: by default one trial per
+configuration with the figures the report shows (its best trials are the tool's front);
+``--launches``: every launch, gated ones infeasible; artifacts in both."""
 
 from __future__ import annotations
 
@@ -22,9 +24,18 @@ from tuner.trial._server import free_port
 
 @pytest.fixture
 def dashboard(mixed_study: Path):
+    yield from _serve(mixed_study, "--launches")
+
+
+@pytest.fixture
+def answer_dashboard(mixed_study: Path):
+    yield from _serve(mixed_study)
+
+
+def _serve(study: Path, *extra: str):
     port = free_port()
-    proc = subprocess.Popen(tuner_argv("dashboard", STUDY, "--storage", str(mixed_study),
-                                       "--port", str(port)), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(tuner_argv("dashboard", STUDY, "--storage", str(study),
+                                       "--port", str(port), *extra), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -101,3 +112,30 @@ def test_dashboard_study_holds_only_measurements_and_its_pareto_axis_fits_them(
     assert 0.8 * min(tpots) <= min(ticks) and max(ticks) <= 1.2 * max(tpots), ticks
     assert max(xs) - min(xs) >= 0.6 * width       # spread over the plot, not in one corner
     screenshot(url, tmp_path / "pareto.png", width=1400, height=1400, budget_ms=15000)
+
+
+def test_dashboard_shows_one_trial_per_configuration_and_its_best_trials_are_the_front(
+        answer_dashboard: str, mixed_study: Path) -> None:
+    from tuner.study import study_answer
+
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{mixed_study}")
+    answer = study_answer(study)
+    assert answer.pick is not None
+    sid = httpx.get(answer_dashboard + "/api/studies", timeout=10).json()[
+        "study_summaries"][0]["study_id"]
+    detail = httpx.get(f"{answer_dashboard}/api/studies/{sid}", params={"after": 0},
+                       timeout=30).json()
+    assert [t["number"] for t in detail["trials"]] == [c.number for c in
+                                                       answer.configurations]
+    best = {t["number"]: t["values"] for t in detail["best_trials"]}
+    assert set(best) == {c.number for c in answer.front}       # the card is the front
+    for c in answer.front:
+        assert best[c.number][0] == pytest.approx(c.tpot_ms)    # the displayed TPOT
+    attrs = {t["number"]: {a["key"]: a["value"] for a in t["user_attrs"]}
+             for t in detail["trials"]}
+    assert attrs[answer.pick.number]["verdict"] == "pick"
+    assert "trial #%d" % answer.pick.number in detail["note"]["body"]
+    # writes refused: the study and its trials are as they were
+    httpx.delete(f"{answer_dashboard}/api/studies/{sid}", timeout=10)
+    assert len(optuna.load_study(study_name=STUDY, storage=f"sqlite:///{mixed_study}")
+               .trials) == len(study.trials)

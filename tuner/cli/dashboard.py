@@ -13,27 +13,36 @@ def dashboard(
     host: str = typer.Option("127.0.0.1", help="address to bind (127.0.0.1: this machine "
                              "only)"),
     port: int = typer.Option(8080, help="port"),
+    launches: bool = typer.Option(False, "--launches", help="every launch as a trial (the "
+                                  "raw study) instead of one trial per configuration"),
 ) -> None:
-    """Serve optuna-dashboard for the study: Pareto front (gated trials infeasible, grey),
-    trial tables with the key figures, and each trial's server log and results as
-    artifacts. Ctrl-C stops it."""
+    """Serve optuna-dashboard for the study, read-only: one trial per configuration with
+    the figures `tuner report` shows (its best trials are the tool's Pareto front; the pick
+    is named in the study's note and by the `pick` attribute), and each configuration's
+    server logs and results as artifacts; --launches: every launch (gated trials greyed as
+    infeasible). Ctrl-C stops it."""
     from optuna.artifacts import FileSystemArtifactStore
 
     from tuner.cli._common import console
+    from tuner.study import DASHBOARD_STUDY_ID
+    from tuner.study import dashboard_storage
     from tuner.study import open_study
     from tuner.study import redact_url
 
-    st, loc = open_study(study, storage, artifacts)
+    _, loc = open_study(study, storage, artifacts)
     out = console()
-    out.print(f"optuna-dashboard for study [bold]{study}[/] ({redact_url(loc.storage_url)})")
-    out.print(f"open http://{host}:{port}/dashboard/studies/{st._study_id}   (Ctrl-C stops)")
-    out.print("[dim]gated trials are stored in both constraint formats, so the dashboard's "
-              "Pareto plot greys them out; failed trials are shown failed (the sampler's "
-              "stand-ins for them are never stored)[/]")
+    out.print(f"optuna-dashboard for study [bold]{study}[/] ({redact_url(loc.storage_url)}), "
+              "read-only")
+    out.print(f"open http://{host}:{port}/dashboard/studies/{DASHBOARD_STUDY_ID}   "
+              "(Ctrl-C stops)")
+    out.print("[dim]" + ("every launch: gated trials are greyed out as infeasible, failed "
+                         "ones shown failed" if launches else
+                         "one trial per configuration, as `tuner report` shows it; the best "
+                         "trials are its Pareto front; --launches shows every launch") + "[/]")
     from optuna_dashboard import run_server
 
     try:
-        run_server(loc.storage(), host=host, port=port,
+        run_server(dashboard_storage(loc, study, launches=launches), host=host, port=port,
                    artifact_store=FileSystemArtifactStore(str(loc.artifacts)))
     except KeyboardInterrupt:
         raise typer.Exit(0) from None

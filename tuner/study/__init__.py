@@ -44,6 +44,9 @@ from tuner.study._summary import TrialSummary
 from tuner.study._summary import context_of
 from tuner.study._summary import summaries
 from tuner.study._summary import summarize
+from tuner.study._view import STUDY_ID as DASHBOARD_STUDY_ID
+from tuner.study._view import AnswerStorage
+from tuner.study._view import dashboard_storage
 
 
 __all__ = [
@@ -51,7 +54,10 @@ __all__ = [
            "OBJECTIVES",
            "ROLE",
            "SAMPLERS",
+           "DASHBOARD_STUDY_ID",
            "Answer",
+           "AnswerStorage",
+           "dashboard_storage",
            "Configuration",
            "DriverLock",
            "Estimate",

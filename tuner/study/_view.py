@@ -1,0 +1,168 @@
+"""What ``tuner dashboard`` serves: a read-only Optuna storage over a study.
+
+optuna-dashboard reads a storage and computes its "Best Trials" from the COMPLETE trials'
+values. A sweep stores every launch as a trial (the finals' re-measurements too), so on the
+raw study a lucky re-measurement is crowned best and the pooled figures the tool reports
+appear nowhere. :class:`AnswerStorage` presents the study as the tool's
+:class:`tuner.study.Answer` instead: **one trial per configuration**, numbered as in
+``tuner report``, its values the displayed TPOT (the confirmed mean, else the mean of its
+launches) and accuracy; COMPLETE only when admissible, so the dashboard's best trials and
+``study.best_trials`` are the tool's front. Gated, refused and failed configurations are
+FAIL with their verdict in the user attributes; each configuration carries the artifacts
+(server logs, results) of all its launches. ``launches=True`` serves the raw study, every
+launch, unchanged.
+
+Both are read-only: every write (a study deleted, a note saved, an artifact uploaded) raises
+:class:`ReadOnly`, whatever the dashboard's web page offers. The answer is recomputed when
+the study gains or finishes a trial, so a dashboard opened during a sweep follows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optuna.storages import BaseStorage
+from optuna.study import StudyDirection
+from optuna.study._frozen import FrozenStudy
+from optuna.trial import FrozenTrial
+from optuna.trial import TrialState
+
+from tuner.study._answer import Configuration
+from tuner.study._answer import answer_of
+from tuner.study._summary import summarize
+
+
+#: The id of the one study the view holds.
+STUDY_ID = 0
+NOTE = ("**Served by `tuner dashboard`: one trial per configuration**, numbered as in "
+        "`tuner report`. TPOT is the figure the tool reports (the mean of the finals' "
+        "confirmation launches, else of every launch, else the one reading); only "
+        "admissible configurations are COMPLETE, so the best trials are the tool's Pareto "
+        "front. The pick (`tuner export --pick fastest`) is trial #{pick}. Gated, refused "
+        "and failed configurations are shown failed with their `verdict`. "
+        "`tuner dashboard --launches` shows every launch. This view is read-only.")
+
+
+class ReadOnly(RuntimeError):
+    """A write to the dashboard's read-only storage."""
+
+
+class AnswerStorage(BaseStorage):
+    """Study ``name`` of ``inner`` as the dashboard should show it (module docstring)."""
+
+    def __init__(self, inner: BaseStorage, name: str, *, launches: bool = False) -> None:
+        self._inner, self._name, self._launches = inner, name, launches
+        self._real_id = inner.get_study_id_from_name(name)
+        self._key: tuple[int, int] | None = None
+        self._trials: list[FrozenTrial] = []
+        self._pick: int | None = None
+
+    # -- reads ------------------------------------------------------------------------------
+    def get_all_studies(self) -> list[FrozenStudy]:
+        directions = self.get_study_directions(STUDY_ID)
+        return [FrozenStudy(study_name=self._name, direction=None, directions=directions,
+                            user_attrs=self.get_study_user_attrs(STUDY_ID),
+                            system_attrs=self.get_study_system_attrs(STUDY_ID),
+                            study_id=STUDY_ID)]
+
+    def get_study_id_from_name(self, study_name: str) -> int:
+        if study_name != self._name:
+            raise KeyError(f"no study {study_name!r} here")
+        return STUDY_ID
+
+    def get_study_name_from_id(self, study_id: int) -> str:
+        self._check(study_id)
+        return self._name
+
+    def get_study_directions(self, study_id: int) -> list[StudyDirection]:
+        self._check(study_id)
+        return list(self._inner.get_study_directions(self._real_id))
+
+    def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
+        self._check(study_id)
+        return dict(self._inner.get_study_user_attrs(self._real_id))
+
+    def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        self._check(study_id)
+        attrs = dict(self._inner.get_study_system_attrs(self._real_id))
+        if not self._launches and "dashboard:note_ver" not in attrs:
+            self._refresh()
+            attrs["dashboard:note_ver"] = 1
+            attrs["dashboard:note_str:0"] = NOTE.format(
+                pick=self._pick if self._pick is not None else "- (none yet)")
+        return attrs
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True,
+                       states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
+        self._check(study_id)
+        trials = self._refresh()
+        return [t for t in trials if states is None or t.state in states]
+
+    def get_trial(self, trial_id: int) -> FrozenTrial:
+        for t in self._refresh():
+            if t._trial_id == trial_id:
+                return t
+        raise KeyError(f"no trial with id {trial_id} in this view")
+
+    def _check(self, study_id: int) -> None:
+        if study_id != STUDY_ID:
+            raise KeyError(f"no study with id {study_id} here")
+
+    def _refresh(self) -> list[FrozenTrial]:
+        """The view's trials, rebuilt when the study gained or finished a trial."""
+        raw = self._inner.get_all_trials(self._real_id, deepcopy=False)
+        key = (len(raw), sum(t.state.is_finished() for t in raw))
+        if key != self._key:
+            self._trials = list(raw) if self._launches else self._configurations(raw)
+            self._key = key
+        return self._trials
+
+    def _configurations(self, raw: list[FrozenTrial]) -> list[FrozenTrial]:
+        answer = answer_of([summarize(t) for t in raw],
+                           with_accuracy=len(self._inner.get_study_directions(
+                               self._real_id)) > 1)
+        self._pick = answer.pick.number if answer.pick is not None else None
+        by_number = {t.number: t for t in raw}
+        return [_frozen(c, by_number, answer.speedup(c)) for c in answer.configurations]
+
+    # -- writes: refused --------------------------------------------------------------------
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReadOnly("tuner dashboard serves the study read-only")
+
+    create_new_study = delete_study = set_study_user_attr = set_study_system_attr = _refuse
+    create_new_trial = set_trial_param = set_trial_state_values = _refuse
+    set_trial_intermediate_value = set_trial_user_attr = set_trial_system_attr = _refuse
+
+
+def _frozen(c: Configuration, by_number: dict[int, FrozenTrial],
+            speedup: float | None) -> FrozenTrial:
+    """Configuration ``c`` as one trial: its first launch's parameters, the figures every
+    output shows, the artifacts of all its launches."""
+    first = by_number[c.number]
+    launches = [by_number[n] for n in c.launch_numbers if n in by_number]
+    system = {k: v for t in launches for k, v in t.system_attrs.items()
+              if k.startswith("artifacts:")}
+    ci = c.tpot_ci95
+    user = {**first.user_attrs, "verdict": c.status, "pick": c.is_pick,
+            "on_front": c.on_front, "launches": c.launches,
+            "launch_trials": list(c.launch_numbers), "tpot_ms": c.tpot_ms,
+            "tpot_ci95": list(ci) if ci else None, "first_reading_ms": c.first.tpot_ms,
+            "speedup": speedup}
+    complete = c.admissible and c.tpot_ms is not None and first.values is not None
+    values = None
+    if complete:
+        assert c.tpot_ms is not None and first.values is not None
+        values = [c.tpot_ms, *first.values[1:]]
+        system["constraints"] = [-1.0]       # the dashboard's (legacy) feasibility
+    ends = [t.datetime_complete for t in launches if t.datetime_complete is not None]
+    return FrozenTrial(
+        number=c.number, state=TrialState.COMPLETE if complete else TrialState.FAIL,
+        value=None, values=values, datetime_start=first.datetime_start,
+        datetime_complete=max(ends) if ends else first.datetime_complete,
+        params=first.params, distributions=first.distributions, user_attrs=user,
+        system_attrs=system, intermediate_values={}, trial_id=first._trial_id)
+
+
+def dashboard_storage(location: Any, name: str, *, launches: bool = False) -> AnswerStorage:
+    """The read-only view of study ``name`` at ``location`` (a :class:`StudyLocation`)."""
+    return AnswerStorage(location.storage(), name, launches=launches)
