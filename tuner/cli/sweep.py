@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from tuner.cli import _engine_options as sim_options
 from tuner.cli._sweep_config import apply_config
+
+
+def positive_hours(value: float | None) -> float | None:
+    """``--hours``: a finite number above 0 (0 would run nothing, inf never stop)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value:g} is not a finite number of hours above 0")
+    return value
 
 
 def sweep(
@@ -30,7 +38,8 @@ def sweep(
                                "(the baseline and the finals' re-launches of the finalists, "
                                "the last fifth, included; a resumed sweep counts earlier "
                                "ones)"),
-    hours: float = typer.Option(None, min=0.0, help="stop starting trials after this long "
+    hours: float = typer.Option(None, callback=positive_hours,
+                                help="stop starting trials after this long "
                                 "(the last fifth re-launches the finalists)"),
     sampler: str = typer.Option("tpe", help="tpe (multivariate, grouped), tpe-independent, "
                                 "nsga2, gp (needs torch), random, grid; each after the "
@@ -88,122 +97,6 @@ def sweep(
     Exit code 0 when the budget is spent (or Ctrl-C, 130), 1 when the baseline failed, 2 for
     a usage error.
     """
-    import sys
+    from tuner.cli._sweep_run import run_sweep
 
-    from tuner.cli._common import console
-    from tuner.cli._common import load_checked_space
-    from tuner.cli._common import workload_with
-    from tuner.cli._engine_options import choose_engine
-    from tuner.cli._engine_options import engine_capabilities
-    from tuner.errors import UserError
-    from tuner.study import locate
-    from tuner.study import slug
-    from tuner.sweep import Driver
-    from tuner.sweep import SweepSettings
-    from tuner.sweep import check_address
-    from tuner.trial import TrialOptions
-    from tuner.trial import workload_vocab
-
-    choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
-                           noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
-                           sim_profiles=sim_profiles)
-    space = load_checked_space(space_file, choice.engine)
-    if trials is None and hours is None:
-        trials = 30
-    name = study or space.name
-    location = locate(storage, name, artifacts)
-    wl = workload_with(space, kind=workload, mix=mix, questions=questions,
-                       max_tokens=max_tokens)
-    if search_questions is not None and search_questions > wl.questions:
-        raise UserError(f"--search-questions {search_questions} is more than the "
-                        f"{wl.questions} questions of each launch (--questions, or the "
-                        "space's workload.questions)")
-    if (wl.kind == "gsm8k" or "math" in wl.shares()) and gsm8k is None:
-        raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
-                        "test.jsonl and train.jsonl) or --gsm8k online")
-    caps = engine_capabilities(choice, space) if check_engine else None
-    startup = startup_timeout or choice.default_startup_timeout()
-    opts = TrialOptions(workdir=workdir / slug(name), workload=wl, gsm8k=gsm8k,
-                        startup_timeout_s=startup, capabilities=caps, api_key=api_key)
-    opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
-    deadline = trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
-    settings = SweepSettings(study_name=name, location=location, trials=trials, hours=hours,
-                             sampler=sampler, seed=seed, break_lock=break_lock,
-                             deadline_s=deadline, early_stop=early_stop,
-                             final_questions=final_questions,
-                             search_questions=search_questions,
-                             options=resolved_options(ctx))
-
-    if ray_address not in (None, "", "none", "auto", "local"):
-        check_address(ray_address)       # before the study is touched
-    runner = _runner_factory(ray_address, parallel, gpu=not choice.simulated)
-    _run(console(), choice, space, name, location, Driver(
-        space, choice.engine, opts, settings, runner), sys.stdout.isatty(), storage,
-        artifacts)
-
-
-def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:
-    """A runner built lazily: Ray starts only once the driver holds the study's lock."""
-    def runner() -> Any:
-        if ray_address == "none":
-            from tuner.sweep import LocalRunner
-
-            return LocalRunner(slots=parallel or 1)
-        from tuner.sweep import RayRunner
-
-        return RayRunner(address=ray_address, gpu=gpu, slots=parallel)
-
-    return runner
-
-
-def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: Any,
-         interactive: bool, storage: str | None = None, artifacts: str | None = None) -> None:
-    """Header, live progress, the front at the end, then the commands that read the study;
-    Ctrl-C exits 130 (resume later)."""
-    import shlex
-
-    from tuner.cli._sweep_display import Display
-    from tuner.cli._sweep_display import print_front
-    from tuner.study import redact_url
-
-    if choice.note:
-        out.print(f"[yellow]{choice.note}[/]")
-    label = (f"simulated {space.spec.machine.id} (time scale x{choice.time_scale:g})"
-             if choice.simulated else space.spec.machine.id)
-    url = redact_url(location.storage_url)
-    out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study {url}")
-    display = Display(out, interactive=interactive, simulated=choice.simulated)
-    driver.on_progress = display.update
-    try:
-        with display:
-            study_obj = driver.run()
-    except KeyboardInterrupt:
-        out.print("[yellow]interrupted[/]: in-flight trials were stopped and queued again; "
-                  "run the same command to resume")
-        raise typer.Exit(130) from None
-    print_front(out, study_obj, simulated=choice.simulated)
-    out.print(f"\nstudy    {url}\nartifacts {location.artifacts}")
-    where = [name, *(["--storage", url] if storage else []),
-             *(["--artifacts", str(location.artifacts)] if artifacts else [])]
-    for i, verb in enumerate(("report", "dashboard", "export")):
-        out.print(("next     " if i == 0 else "         ") + shlex.join(["tuner", verb, *where]),
-                  highlight=False, markup=False)
-
-
-def resolved_options(ctx: typer.Context) -> dict[str, Any]:
-    """The options this sweep ran with (command line over --config file over defaults), as
-    stored with the study: no API key, the storage URL without its password."""
-    from tuner.study import redact_url
-
-    out: dict[str, Any] = {}
-    for name, value in ctx.params.items():
-        if name in ("api_key", "config"):
-            continue
-        if isinstance(value, Path):
-            value = str(value)
-        if name == "storage" and value:
-            value = redact_url(value)
-        out[name] = value
-    if ctx.params.get("config") is not None:
-        out["config_file"] = str(Path(ctx.params["config"]).resolve())
-    return out
+    run_sweep(ctx)

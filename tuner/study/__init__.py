@@ -51,13 +51,12 @@ from tuner.study._view import dashboard_storage
 
 __all__ = [
            "CONSTRAINT_KEYS",
+           "DASHBOARD_STUDY_ID",
            "OBJECTIVES",
            "ROLE",
            "SAMPLERS",
-           "DASHBOARD_STUDY_ID",
            "Answer",
            "AnswerStorage",
-           "dashboard_storage",
            "Configuration",
            "DriverLock",
            "Estimate",
@@ -72,6 +71,7 @@ __all__ = [
            "artifact_metas",
            "baseline_trial",
            "context_of",
+           "dashboard_storage",
            "distribution",
            "estimates",
            "feasible_best",

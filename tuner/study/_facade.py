@@ -158,16 +158,51 @@ class SweepStudy:
                          with_accuracy=self.with_accuracy)
 
     # -- start of a sweep -------------------------------------------------------------------
+    def check_identity(self) -> None:
+        """Refuse (exit 2) a run that would measure differently from the study's earlier
+        launches (another workload, engine, model or measurement option): pooled into one
+        row they would mean nothing. Reads only."""
+        from tuner.study._summary import context_of
+        from tuner.study._summary import identity_differences
+
+        if not self.study.get_trials(deepcopy=False):
+            return
+        diffs = identity_differences(context_of(self.study), self.context)
+        if diffs:
+            raise UserError(
+                f"study {self.study.study_name!r} was measured differently: "
+                + "; ".join(diffs) + ". Its launches and this run's cannot be compared: "
+                "start a new study (--study NEW_NAME), or run with the study's options "
+                "(`tuner report` shows them)")
+
     def claim(self, *, break_lock: bool = False) -> None:
         """Take the driver lock, then store what this sweep is (space, model, engine,
-        workload). Nothing is written before the lock is held: a driver refused because
-        another one runs leaves the study as it was."""
+        workload) when the study is new. Nothing is written before the lock is held: a
+        driver refused because another one runs leaves the study as it was; a resumed study
+        keeps what it recorded at creation (its options: :meth:`note_options`)."""
+        self.check_identity()
         self.lock.acquire(break_lock=break_lock)
-        self.study.set_metric_names(list(OBJECTIVES[: self.n_objectives]))
+        if self.study.metric_names is None:
+            self.study.set_metric_names(list(OBJECTIVES[: self.n_objectives]))
         for key, attr in CONTEXT_KEYS.items():
             value = getattr(self.context, key)
-            if value is not None and self.study.user_attrs.get(attr) != value:
+            if (value is not None and key != "sweep_options"
+                    and attr not in self.study.user_attrs):
                 self.study.set_user_attr(attr, value)
+
+    def note_options(self) -> None:
+        """Store this run's options (the run launches something: its options are the
+        study's latest)."""
+        value = self.context.sweep_options
+        if value is not None and self.study.user_attrs.get(CONTEXT_KEYS[
+                "sweep_options"]) != value:
+            self.study.set_user_attr(CONTEXT_KEYS["sweep_options"], value)
+
+    def budget_spent(self, trials: int | None) -> bool:
+        """Whether the study already holds ``trials`` launches and nothing is queued."""
+        if trials is None or self.counted() < trials:
+            return False
+        return not any(t.state in ("WAITING", "RUNNING") for t in self.trials())
 
     def recover(self) -> list[int]:
         """Fail what a dead driver left RUNNING and queue those configurations again."""

@@ -135,6 +135,30 @@ class StudyContext:
         return bool(self.engine and self.engine.startswith("sim"))
 
 
+#: Sweep options that change what a launch measures: a study holds one setting of each.
+MEASUREMENT_OPTIONS = ("search_questions", "final_questions", "noise", "sim_faults",
+                       "sim_profiles")
+
+
+def identity_differences(stored: StudyContext, run: StudyContext) -> list[str]:
+    """What ``run`` would measure differently from the study (``stored``): one
+    ``what: stored -> this run`` item per difference; an option the study never recorded is
+    not compared."""
+    out = [f"{key}: {getattr(stored, key)!r} -> {getattr(run, key)!r}"
+           for key in ("engine", "machine", "model")
+           if getattr(stored, key) is not None and getattr(stored, key) != getattr(run, key)]
+    if stored.workload:
+        for key in sorted(set(stored.workload) | set(run.workload)):
+            a, b = stored.workload.get(key), run.workload.get(key)
+            if key in stored.workload and a != b:
+                out.append(f"workload {key}: {a!r} -> {b!r}")
+    old, new = stored.sweep_options or {}, run.sweep_options or {}
+    for key in MEASUREMENT_OPTIONS:
+        if key in old and key in new and old[key] != new[key]:
+            out.append(f"--{key.replace('_', '-')}: {old[key]!r} -> {new[key]!r}")
+    return out
+
+
 CONTEXT_KEYS = {"space_name": "tuner:space_name", "machine": "tuner:machine",
                 "engine": "tuner:engine", "model": "tuner:model",
                 "workload": "tuner:workload", "space_yaml": "tuner:space_yaml",

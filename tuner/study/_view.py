@@ -19,6 +19,7 @@ the study gains or finishes a trial, so a dashboard opened during a sweep follow
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from optuna.storages import BaseStorage
@@ -93,7 +94,7 @@ class AnswerStorage(BaseStorage):
         return attrs
 
     def get_all_trials(self, study_id: int, deepcopy: bool = True,
-                       states: tuple[TrialState, ...] | None = None) -> list[FrozenTrial]:
+                       states: Container[TrialState] | None = None) -> list[FrozenTrial]:
         self._check(study_id)
         trials = self._refresh()
         return [t for t in trials if states is None or t.state in states]

@@ -6,11 +6,11 @@ from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import FatalSweepError
-from tuner.sweep._driver import Progress
-from tuner.sweep._driver import SweepSettings
 from tuner.sweep._local import LocalRunner
+from tuner.sweep._progress import Progress
 from tuner.sweep._ray import RayRunner
 from tuner.sweep._ray import check_address
+from tuner.sweep._settings import SweepSettings
 
 
 __all__ = ["Driver", "FatalSweepError", "LocalRunner", "Outcome", "Progress", "RayRunner",

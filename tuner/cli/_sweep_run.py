@@ -1,0 +1,167 @@
+"""``tuner sweep``'s work after parsing: inputs checked before anything starts, the
+engine, space, workload and settings resolved, the driver run with its display, and the
+study's answer printed at the end. The command function (:mod:`tuner.cli.sweep`) only
+parses and hands over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def origin(ctx: typer.Context, name: str) -> str:
+    """`` (from the --config file F)`` when option ``name`` came from that file, else ``""``:
+    an error about a value names where the value was written."""
+    from click.core import ParameterSource
+
+    if ctx.get_parameter_source(name) == ParameterSource.DEFAULT_MAP and ctx.params.get(
+            "config") is not None:
+        return f" (from the --config file {ctx.params['config']})"
+    return ""
+
+
+def check_gsm8k(ctx: typer.Context, gsm8k: str | None) -> None:
+    """The GSM8K data a scored workload needs, read now: a missing or malformed folder is a
+    usage error before the study, Ray or a server is touched."""
+    from tuner.errors import UserError
+    from tuner.workloads import gsm8k as data
+
+    if gsm8k is None:
+        raise UserError("the GSM8K workload needs its data: pass --gsm8k DIR (a folder with "
+                        "test.jsonl and train.jsonl) or --gsm8k online")
+    if gsm8k == "online":
+        return
+    try:
+        for split in ("test", "train"):
+            data.load_split(gsm8k, split)
+    except UserError as exc:
+        raise UserError(f"{exc}{origin(ctx, 'gsm8k')}") from None
+
+
+def run_sweep(ctx: typer.Context) -> None:
+    """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
+    import sys
+
+    from tuner.cli._common import console
+    from tuner.cli._common import load_checked_space
+    from tuner.cli._common import workload_with
+    from tuner.cli._engine_options import choose_engine
+    from tuner.cli._engine_options import engine_capabilities
+    from tuner.errors import UserError
+    from tuner.study import locate
+    from tuner.study import slug
+    from tuner.sweep import Driver
+    from tuner.sweep import SweepSettings
+    from tuner.sweep import check_address
+    from tuner.trial import TrialOptions
+    from tuner.trial import workload_vocab
+
+    o = dict(ctx.params)
+    choice = choose_engine(o["engine"], engine_command=o["engine_command"],
+                           time_scale=o["time_scale"], noise=o["noise"],
+                           sim_seed=o["seed"] or 0, sim_faults=o["sim_faults"],
+                           gsm8k=o["gsm8k"], sim_profiles=o["sim_profiles"])
+    space = load_checked_space(o["space_file"], choice.engine)
+    trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
+    name = o["study"] or space.name
+    location = locate(o["storage"], name, o["artifacts"])
+    wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
+                       max_tokens=o["max_tokens"])
+    if o["search_questions"] is not None and o["search_questions"] > wl.questions:
+        raise UserError(f"--search-questions {o['search_questions']} is more than the "
+                        f"{wl.questions} questions of each launch (--questions, or the "
+                        "space's workload.questions)")
+    if wl.kind == "gsm8k" or "math" in wl.shares():
+        check_gsm8k(ctx, o["gsm8k"])
+    caps = engine_capabilities(choice, space) if o["check_engine"] else None
+    startup = o["startup_timeout"] or choice.default_startup_timeout()
+    opts = TrialOptions(workdir=o["workdir"] / slug(name), workload=wl, gsm8k=o["gsm8k"],
+                        startup_timeout_s=startup, capabilities=caps, api_key=o["api_key"])
+    opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
+    deadline = o["trial_timeout"] or (6 * 3600.0 / choice.time_scale + 120.0)
+    settings = SweepSettings(study_name=name, location=location, trials=trials,
+                             hours=o["hours"], sampler=o["sampler"], seed=o["seed"],
+                             break_lock=o["break_lock"], deadline_s=deadline,
+                             early_stop=o["early_stop"], final_questions=o["final_questions"],
+                             search_questions=o["search_questions"],
+                             options=resolved_options(ctx))
+    ray_address = o["ray_address"]
+    if ray_address not in (None, "", "none", "auto", "local"):
+        check_address(ray_address)       # before the study is touched
+    runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
+    _run(console(), choice, space, name, location, Driver(
+        space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
+        o["artifacts"])
+
+
+def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:
+    """A runner built lazily: Ray starts only once the driver holds the study's lock."""
+    def runner() -> Any:
+        if ray_address == "none":
+            from tuner.sweep import LocalRunner
+
+            return LocalRunner(slots=parallel or 1)
+        from tuner.sweep import RayRunner
+
+        return RayRunner(address=ray_address, gpu=gpu, slots=parallel)
+
+    return runner
+
+
+def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: Any,
+         interactive: bool, storage: str | None = None, artifacts: str | None = None) -> None:
+    """Header, live progress, the front at the end, then the commands that read the study;
+    Ctrl-C exits 130 (resume later)."""
+    import shlex
+
+    from tuner.cli._sweep_display import Display
+    from tuner.cli._sweep_display import print_front
+    from tuner.study import redact_url
+
+    if choice.note:
+        out.print(f"[yellow]{choice.note}[/]")
+    label = (f"simulated {space.spec.machine.id} (time scale x{choice.time_scale:g})"
+             if choice.simulated else space.spec.machine.id)
+    url = redact_url(location.storage_url)
+    out.print(f"sweep [bold]{name}[/] on {label}, engine {choice.engine.name}; study {url}")
+    display = Display(out, interactive=interactive, simulated=choice.simulated)
+    driver.on_progress = display.update
+    try:
+        with display:
+            study_obj = driver.run()
+    except KeyboardInterrupt:
+        out.print("[yellow]interrupted[/]: in-flight trials were stopped and queued again; "
+                  "run the same command to resume")
+        raise typer.Exit(130) from None
+    if driver.nothing_to_do:
+        out.print(f"study {name!r} already holds {driver.sweep.counted()} launches "
+                  f"(--trials {driver.s.trials}): nothing to run, nothing changed; raise "
+                  "--trials to go on. Its answer:")
+    print_front(out, study_obj, simulated=choice.simulated)
+    out.print(f"\nstudy    {url}\nartifacts {location.artifacts}")
+    where = [name, *(["--storage", url] if storage else []),
+             *(["--artifacts", str(location.artifacts)] if artifacts else [])]
+    for i, verb in enumerate(("report", "dashboard", "export")):
+        out.print(("next     " if i == 0 else "         ") + shlex.join(["tuner", verb, *where]),
+                  highlight=False, markup=False)
+
+
+def resolved_options(ctx: typer.Context) -> dict[str, Any]:
+    """The options this sweep ran with (command line over --config file over defaults), as
+    stored with the study: no API key, the storage URL without its password."""
+    from tuner.study import redact_url
+
+    out: dict[str, Any] = {}
+    for name, value in ctx.params.items():
+        if name in ("api_key", "config"):
+            continue
+        if isinstance(value, Path):
+            value = str(value)
+        if name == "storage" and value:
+            value = redact_url(value)
+        out[name] = value
+    if ctx.params.get("config") is not None:
+        out["config_file"] = str(Path(ctx.params["config"]).resolve())
+    return out

@@ -1,0 +1,94 @@
+"""The search policy: what a sweep launches next, in one place.
+
+In order: the baseline (queued by the study), then the search plan's proposals (screens,
+combination, local search: :mod:`tuner.sweep._strategy`) interleaved with the sampler's,
+then the finals (:mod:`tuner.sweep._finals`: a race of the finalists, confirmations of the
+leader at the capacity it serves with), each on the final accuracy sample when the sweep
+has one (:mod:`tuner.sweep._final_sample`: the baseline's launch on it first). What the
+finals decide is read back through the study's answer (:class:`tuner.study.Answer`): the
+pick is never this module's state, so a resumed sweep, the report and export agree.
+
+The driver asks :meth:`SearchPolicy.next` for a proposal whenever a slot is free and runs
+it; this module never launches or records anything itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tuner.space import SearchSpace
+from tuner.study import Proposal
+from tuner.study import Role
+from tuner.study import SweepStudy
+from tuner.study import TrialSummary
+from tuner.sweep._final_sample import FAILED
+from tuner.sweep._final_sample import PENDING
+from tuner.sweep._final_sample import final_baseline
+from tuner.trial import EarlyStop
+
+
+class SearchPolicy:
+    """``canonical``: values -> (canonical configuration, why it was repaired or None)."""
+
+    def __init__(self, space: SearchSpace, settings: Any, *, questions: int,
+                 scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]]
+                 ) -> None:
+        from tuner.sweep._finals import Finals
+
+        self.s, self.canonical = settings, canonical
+        #: the final sample's size when this sweep has one (a scored workload only)
+        self.final_questions: int | None = settings.final_questions if scored else None
+        self.finals = Finals.for_space(space, trials=settings.trials, hours=settings.hours,
+                                       share=settings.finals_share, questions=questions,
+                                       final_questions=self.final_questions)
+        self.plan = None
+        if settings.staged:
+            from tuner.sweep._strategy import StagedPlan
+
+            self.plan = StagedPlan(space, lambda v: canonical(v)[0].hash(),
+                                   seed=settings.seed, explore_every=settings.explore_every)
+
+    def next(self, sweep: SweepStudy, baseline: TrialSummary | None, *, launched: int,
+             started: float) -> Proposal | None:
+        """The next proposal (launch it unless its kind says otherwise), or None: nothing
+        may start now (the confirmations wait for the baseline's final-sample launch)."""
+        elapsed = time.monotonic() - started
+        finalist = None
+        if baseline is not None and self.finals.due(
+                trials=self.s.trials, launched=launched, elapsed_s=elapsed,
+                rows=sweep.trials()):
+            finalist = self.finals.choose(sweep.trials(), elapsed_s=elapsed)
+        if finalist is not None:
+            assert baseline is not None
+            return self._finals(sweep, baseline, *finalist)
+        planned = None
+        if self.plan is not None and baseline is not None:
+            planned = self.plan.next(sweep.measured(), sweep.best(), baseline)
+        prop = sweep.propose(self.canonical, planned=planned)
+        if planned is not None and self.plan is not None and (
+                prop.config_hash != self.plan.last):
+            self.plan.not_taken()
+        return prop
+
+    def _finals(self, sweep: SweepStudy, baseline: TrialSummary, number: int, confirm: bool,
+                held: dict[str, Any] | None) -> Proposal | None:
+        final = self.final_questions is not None
+        first = final_baseline(sweep.trials(), baseline.number) if final else None
+        if first == PENDING:
+            return None
+        if final and first is None:
+            return sweep.remeasure(self.canonical, baseline.number, final_sample=True)
+        return sweep.remeasure(self.canonical, number, confirm, held,
+                               final_sample=final and first != FAILED)
+
+    def early_stop(self, sweep: SweepStudy, prop: Proposal,
+                   baseline: TrialSummary | None) -> EarlyStop | None:
+        """For a search trial once the baseline is measured: judge it against the best so
+        far's TPOT interval (never the baseline's own run or the finals')."""
+        if self.s.early_stop <= 0 or baseline is None or prop.role != Role.TRIAL:
+            return None
+        best = sweep.best()
+        high = best.tpot_ci95[1] if best is not None and best.tpot_ci95 else None
+        return EarlyStop(self.s.early_stop, slower_than_ms=high)

@@ -1,0 +1,93 @@
+"""What the sweep's display shows: counts over the whole study, the last event, the pick.
+
+The driver updates :class:`Progress` after every event; the pick and its TPOT are the
+study's answer's (:class:`tuner.study.Answer`), so the status line names what `tuner
+report` and `tuner export` name.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from dataclasses import field
+
+from tuner.errors import clip
+from tuner.study import Role
+from tuner.study import SweepStudy
+from tuner.trial import TrialResult
+
+
+@dataclass
+class Progress:
+    """What the display shows; updated by the driver after every event. Counts cover the
+    whole study (a resumed sweep's earlier runs too); ``done_before``: launches done when
+    this run started (this run's pace sets the ETA)."""
+
+    started: float = field(default_factory=time.monotonic)
+    budget: int | None = None
+    hours: float | None = None
+    done: int = 0                      # launches the budget counts
+    done_before: int = 0
+    failed: int = 0
+    failures: dict[str, int] = field(default_factory=dict)    # reason -> launches
+    gated: int = 0
+    duplicates: int = 0
+    running: int = 0
+    baseline_tpot: float | None = None
+    best_tpot: float | None = None
+    best_number: int | None = None
+    best_launches: int = 1             # the pick's launches (x N once the finals ran)
+    last: str = ""
+
+    def refresh(self, sweep: SweepStudy, first: bool = False) -> None:
+        """Recount from the study (``first``: this run's start, for its pace)."""
+        baseline = sweep.baseline()
+        if baseline is not None:
+            self.baseline_tpot = baseline.tpot_ms
+        rows = sweep.trials()
+        self.done = sum(r.launched for r in rows)
+        if first:
+            self.done_before = self.done
+        failed = [r for r in rows if r.launched and r.state == "FAIL"]
+        self.failed = len(failed)
+        self.failures = {}
+        for r in failed:
+            why = r.reason or "unknown"
+            self.failures[why] = self.failures.get(why, 0) + 1
+        self.gated = sum(r.launched and r.state == "COMPLETE" and bool(r.gate) for r in rows)
+        self.duplicates = sum(r.role == Role.DUPLICATE for r in rows)
+        pick = sweep.answer(rows).pick
+        if pick is not None:
+            self.best_tpot, self.best_number, self.best_launches = (
+                pick.tpot_ms, pick.number, pick.launches)
+
+
+def resuming(sweep: SweepStudy, trials: int | None) -> str:
+    """The first line of a run: a new study, or where a resumed one stands."""
+    done = sweep.counted()
+    if not done:
+        return f"new study {sweep.study.study_name!r}"
+    left = f", {max(0, trials - done)} left of --trials {trials}" if trials else ""
+    pick = sweep.answer().pick
+    where = (f"; the pick so far #{pick.number} {pick.tpot_ms:.2f} ms"
+             if pick is not None and pick.tpot_ms else "")
+    return f"resuming study {sweep.study.study_name!r}: {done} launches done{left}{where}"
+
+
+def told(n: int, result: TrialResult, state: str) -> str:
+    """The line that says how trial ``n`` ended."""
+    if state in ("FAIL", "RETRY"):
+        out = f"#{n} FAILED {result.reason}: {clip(result.message, 160)}"
+        if state == "RETRY":
+            out += " (a start-up failure: launching it once more)"
+    elif state == "PRUNED":
+        out = f"#{n} {clip(result.message, 200)}"
+    else:
+        a = result.aggregates
+        gated = result.gate is not None and not result.gate.passed
+        verdict = ("gated: " + ", ".join(r.rule for r in result.gate.fired())
+                   if gated and result.gate else "ok")
+        acc = f", accuracy {a.accuracy:.1%}" if a and a.accuracy is not None else ""
+        out = (f"#{n} TPOT {a.tpot_ms:.2f} ms, accept {a.accept_length or 1:.2f}"
+               f"{acc} - {verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
+    return out
