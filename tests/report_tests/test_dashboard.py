@@ -134,7 +134,7 @@ def test_dashboard_shows_one_trial_per_configuration_and_its_best_trials_are_the
     attrs = {t["number"]: {a["key"]: a["value"] for a in t["user_attrs"]}
              for t in detail["trials"]}
     assert attrs[answer.pick.number]["verdict"] == "pick"
-    assert "trial #%d" % answer.pick.number in detail["note"]["body"]
+    assert f"trial #{answer.pick.number}" in detail["note"]["body"]
     # writes refused: the study and its trials are as they were
     httpx.delete(f"{answer_dashboard}/api/studies/{sid}", timeout=10)
     assert len(optuna.load_study(study_name=STUDY, storage=f"sqlite:///{mixed_study}")

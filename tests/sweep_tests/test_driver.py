@@ -148,12 +148,12 @@ def test_a_refused_second_driver_writes_nothing_with_model_backed_runner(
     held = DriverLock(first)
     held.acquire()                       # another live driver (this process, another token)
     data = yaml.safe_load(SPARK.read_text())
-    data["model"]["path"] = "someone/else-entirely"
+    data["name"] = "someone-elses-space"      # what a second driver would record
     other = parse_space(yaml.safe_dump(data))
     with pytest.raises(LockHeld, match="being run by"):
         run(tmp_path, ModelRunner(seed=8), trials=4, space=other)
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 's.db'}")
-    assert context_of(study) == before                  # model, space and workload kept
+    assert context_of(study) == before                  # space name and workload kept
     assert len(study.trials) == len(first.trials)       # and no trial was added
     held.release()
 

@@ -51,6 +51,7 @@ def report(
 
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
                                "workload": data.workload, "summary": data.summary(),
+                               "pick_note": data.answer.pick_note() if data.answer else None,
                                "pick": pick_row(data),
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),

@@ -112,6 +112,9 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
     clock = "; simulated machine time" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}{clock}"
               + (f"; measured on {data.workload}" if data.workload else ""))
+    note = data.answer.pick_note() if data.answer is not None else None
+    if note:
+        out.print(f"[yellow]note[/]: {note}", highlight=False)
     for title, df in (("The pick (tuner export --pick fastest)", pick_table(data)),
                       ("Pareto front", front), ("Leaderboard", board)):
         if df.empty:
@@ -161,6 +164,9 @@ def print_answer(out: Any, data: StudyData) -> None:
 
     clock = " (simulated machine time)" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}")
+    note = data.answer.pick_note() if data.answer is not None else None
+    if note:
+        out.print(f"[yellow]note[/]: {note}", highlight=False)
     rows = pd.concat([data.pick(), data.front()]).drop_duplicates("number")
     if rows.empty:
         out.print("no feasible configuration was measured")

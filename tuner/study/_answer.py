@@ -128,6 +128,29 @@ class Answer:
         return sum(c.confirmed for c in self.configurations)
 
     @property
+    def unconfirmed_faster(self) -> list[Configuration]:
+        """Admissible configurations measured once that read faster than the confirmed pick
+        at no less accuracy: single readings, the luckiest of their draws, that the finals
+        did not launch again (the budget ended); they keep the pick off the front."""
+        p = self.pick
+        if p is None or not p.confirmed or p.tpot_ms is None:
+            return []
+        return [c for c in self.configurations if c.admissible and not c.confirmed
+                and c.tpot_ms is not None and c.tpot_ms < p.tpot_ms
+                and (c.accuracy or 0.0) >= (p.accuracy or 0.0)]
+
+    def pick_note(self) -> str | None:
+        """A sentence when the pick is not on the front, else None."""
+        faster = self.unconfirmed_faster
+        if self.pick is None or self.pick.on_front or not faster:
+            return None
+        shown = ", ".join(f"#{c.number}" for c in faster[:6])
+        return (f"the pick #{self.pick.number} is not on the front: {len(faster)} "
+                f"configuration(s) measured once read faster ({shown}; 1 launch, "
+                "unconfirmed: a single reading is the luckiest of its draws); the finals "
+                "confirmed the pick. More --trials let the finals launch them again")
+
+    @property
     def ties(self) -> list[Configuration]:
         return [c for c in self.configurations if c.tie]
 
