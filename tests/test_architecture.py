@@ -55,6 +55,25 @@ def test_no_module_reaches_into_another_packages_private_modules() -> None:
     assert bad == []
 
 
+def test_only_the_study_package_touches_optunas_private_api() -> None:
+    """Optuna's private names (``study._storage``, ``_study_id``, ``_trial_id``, modules
+    under ``optuna.*._x``) change between releases: one package, ``tuner/study/``, may
+    depend on them (export once read ``study._storage``, the dashboard ``_study_id``)."""
+    bad = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "study":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in (
+                    "_storage", "_study_id", "_trial_id", "_backend"):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: .{node.attr}")
+        bad += [f"{path.relative_to(REPO)}:{line}: {module}" for line, module in
+                _imports(path) if module.split(".")[0] in ("optuna", "optuna_dashboard")
+                and any(p.startswith("_") for p in module.split(".")[1:])]
+    assert bad == []
+
+
 def test_the_tuner_never_imports_the_simulator() -> None:
     bad = [f"{p.relative_to(REPO)}:{line}" for p in PACKAGE.rglob("*.py")
            for line, module in _imports(p) if module.split(".")[0] == "tuner_sim"]

@@ -36,12 +36,13 @@ def test_the_pick_is_the_same_in_every_output_with_model_backed_runner(
         tmp_path: Path) -> None:
     seen = []
     study = model_sweep(tmp_path, ModelRunner(seed=5, noise=0.04), trials=40, seed=5,
-                        on_progress=lambda p: seen.append((p.best_number, p.best_tpot)))
+                        on_progress=lambda p: seen.append((p.best_number, p.best_tpot,
+                                                           p.baseline_tpot)))
     answer = study_answer(study)
     pick = answer.pick
     assert pick is not None and pick.confirmed and pick.launches > 2
     lo, hi = pick.tpot_ci95 or (None, None)
-    assert seen[-1] == (pick.number, pick.tpot_ms)           # the sweep's last status line
+    assert seen[-1][:2] == (pick.number, pick.tpot_ms)       # the sweep's last status line
     db = f"sqlite:///{tmp_path / 's.db'}"
     where = ["s", "--storage", db, "--artifacts", str(tmp_path / "s.artifacts")]
 
@@ -50,6 +51,7 @@ def test_the_pick_is_the_same_in_every_output_with_model_backed_runner(
     assert report["pick"]["tpot_ms"] == pick.tpot_ms
     assert report["pick"]["tpot_ci95"] == [lo, hi]
     assert report["pick"]["launches"] == pick.launches and report["pick"]["verdict"] == "pick"
+    assert report["pick"]["speedup"] == seen[-1][2] / seen[-1][1]    # the status's speed-up
     text = _cli("report", *where[:3])
     assert f"#{pick.number}" in text and f"{pick.tpot_ms:.2f} [{lo:.2f}, {hi:.2f}]" in text
     _cli("report", *where[:3], "--csv", str(tmp_path / "t.csv"), "--html",

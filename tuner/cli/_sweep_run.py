@@ -75,6 +75,11 @@ def run_sweep(ctx: typer.Context) -> None:
                         "space's workload.questions)")
     if wl.kind == "gsm8k" or "math" in wl.shares():
         check_gsm8k(ctx, o["gsm8k"])
+    final_q, final_note = o["final_questions"], None
+    if wl.kind == "gsm8k" and final_q is None:
+        from tuner.sweep import default_final_size
+
+        final_q, final_note = default_final_size(space.spec.gate, wl.questions)
     caps = engine_capabilities(choice, space) if o["check_engine"] else None
     startup = o["startup_timeout"] or choice.default_startup_timeout()
     opts = TrialOptions(workdir=o["workdir"] / slug(name), workload=wl, gsm8k=o["gsm8k"],
@@ -84,13 +89,15 @@ def run_sweep(ctx: typer.Context) -> None:
     settings = SweepSettings(study_name=name, location=location, trials=trials,
                              hours=o["hours"], sampler=o["sampler"], seed=o["seed"],
                              break_lock=o["break_lock"], deadline_s=deadline,
-                             early_stop=o["early_stop"], final_questions=o["final_questions"],
+                             early_stop=o["early_stop"], final_questions=final_q or None,
                              search_questions=o["search_questions"],
                              options=resolved_options(ctx))
     ray_address = o["ray_address"]
     if ray_address not in (None, "", "none", "auto", "local"):
         check_address(ray_address)       # before the study is touched
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
+    if final_note:
+        console().print(final_note, highlight=False)
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
         o["artifacts"])

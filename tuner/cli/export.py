@@ -41,8 +41,7 @@ def export(
     st, loc = open_study(study, storage, artifacts)
     rows = summaries(st)                  # read once: a study may hold 10,000s of trials
     answer = study_answer(st, rows)
-    chosen = answer.choose(pick)
-    trial = trial_at(st, chosen.number)
+    trial = trial_at(st, (chosen := answer.choose(pick)).number)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
     larger = largest_capacity(st, trial.number, rows)
     result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
@@ -66,12 +65,11 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
-    estimate = chosen.estimate
     files = write_profile(folder, engine, command, model_path, result,
                           trial_number=trial.number, study_name=study,
                           storage_url=redact_url(loc.storage_url), baseline=baseline,
                           gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
-                          estimate=estimate)
+                          estimate=chosen.estimate)
     _say_pick(result, chosen, pick)
     _say_ties_and_capacity(st, answer, chosen, larger)
     c = console()

@@ -70,11 +70,13 @@ def sweep(
     startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
                                           "to be ready (default 1800; scaled for the "
                                           "simulator)"),
-    final_questions: int = typer.Option(None, min=1, max=1319, help="GSM8K questions of every "
-                                        "finals launch and of one more baseline launch, "
-                                        "gated against each other (a drop the small "
-                                        "screening sample cannot see); only what passes can "
-                                        "be the pick; default: the screening sample"),
+    final_questions: int = typer.Option(None, min=0, max=1319, help="GSM8K questions of "
+                                        "every finals launch and of one more baseline "
+                                        "launch, gated against each other (a drop the "
+                                        "small screening sample cannot see); only what "
+                                        "passes can be the pick; default: sized from the "
+                                        "space's gate and --questions (stated at the "
+                                        "start); 0: none"),
     search_questions: int = typer.Option(None, min=1, help="measure each search trial on "
                                          "only the first N of the --questions (a cheaper "
                                          "first fidelity); the baseline and the finals "

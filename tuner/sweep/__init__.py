@@ -6,6 +6,7 @@ from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import FatalSweepError
+from tuner.sweep._final_sample import default_size as default_final_size
 from tuner.sweep._local import LocalRunner
 from tuner.sweep._progress import Progress
 from tuner.sweep._ray import RayRunner
@@ -13,5 +14,16 @@ from tuner.sweep._ray import check_address
 from tuner.sweep._settings import SweepSettings
 
 
-__all__ = ["Driver", "FatalSweepError", "LocalRunner", "Outcome", "Progress", "RayRunner",
-           "SweepSettings", "TrialJob", "TrialRunner", "check_address"]
+__all__ = [
+           "Driver",
+           "FatalSweepError",
+           "LocalRunner",
+           "Outcome",
+           "Progress",
+           "RayRunner",
+           "SweepSettings",
+           "TrialJob",
+           "TrialRunner",
+           "check_address",
+           "default_final_size",
+]

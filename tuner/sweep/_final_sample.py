@@ -14,6 +14,7 @@ the budget ends before any did, the pick is the baseline, and the report says so
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tuner.study import Proposal
 from tuner.study import Role
@@ -29,6 +30,34 @@ MIN_FINAL_LAUNCHES = 5
 
 PENDING = "pending"
 FAILED = "failed"
+
+
+#: GSM8K's test split: the largest final sample
+GSM8K_TEST = 1319
+
+
+def default_size(gate: Any, questions: int) -> tuple[int | None, str]:
+    """The final sample a scored sweep runs when ``--final-questions`` is not given, and the
+    sentence that states it. Sized from the gate: the smallest of 200, 400, 800 and 1,319
+    questions at which a drop of 3 x ``max_accuracy_drop_pp`` is refused with 80%
+    probability (answers differing on 10% of questions); capped at 10 x the screening
+    ``questions`` so a finals launch takes at most about ten search launches' measuring
+    time (a timed sweep keeps the finals' time for them: :mod:`tuner.sweep._finals`).
+    None when that is not more than the screening sample."""
+    from tuner.trial import detectable_drop
+
+    target = next((n for n in (200, 400, 800) if (detectable_drop(
+        n, 0.10, gate, 0.8) or 100.0) <= 3 * gate.max_accuracy_drop_pp), GSM8K_TEST)
+    size = min(target, max(200, 10 * questions), GSM8K_TEST)
+    if size <= questions:
+        return None, (f"no final accuracy sample: the screening's {questions} questions are "
+                      "as many as the time allows")
+    power = detectable_drop(size, 0.10, gate, 0.8)
+    return size, (f"final accuracy sample: the finalists and the baseline on {size} GSM8K "
+                  f"questions each (a true drop of {power or 0:.1f} pp is refused with 80% "
+                  f"probability there; the screening's {questions} see "
+                  f"{detectable_drop(questions, 0.10, gate, 0.8) or 100:.1f} pp); only what "
+                  "passes can be exported. --final-questions N to change it, 0 for none")
 
 
 def final_baseline(rows: list[TrialSummary], baseline: int) -> TrialSummary | str | None:

@@ -41,9 +41,6 @@ class Progress:
 
     def refresh(self, sweep: SweepStudy, first: bool = False) -> None:
         """Recount from the study (``first``: this run's start, for its pace)."""
-        baseline = sweep.baseline()
-        if baseline is not None:
-            self.baseline_tpot = baseline.tpot_ms
         rows = sweep.trials()
         self.done = sum(r.launched for r in rows)
         if first:
@@ -56,7 +53,10 @@ class Progress:
             self.failures[why] = self.failures.get(why, 0) + 1
         self.gated = sum(r.launched and r.state == "COMPLETE" and bool(r.gate) for r in rows)
         self.duplicates = sum(r.role == Role.DUPLICATE for r in rows)
-        pick = sweep.answer(rows).pick
+        answer = sweep.answer(rows)
+        if answer.baseline is not None:    # its TPOT as the report shows it (pooled)
+            self.baseline_tpot = answer.baseline.tpot_ms
+        pick = answer.pick
         if pick is not None:
             self.best_tpot, self.best_number, self.best_launches = (
                 pick.tpot_ms, pick.number, pick.launches)
