@@ -177,7 +177,7 @@ def test_verify_is_strict_without_the_log(profile: Path, tmp_path: Path) -> None
     last = blind.stdout.strip().splitlines()[-1]
     assert last.startswith("UNVERIFIED") and "lm_head=fp8" in last, last
     assert "lm_head=fp8 (log evidence)" in " ".join(blind.stdout.split()).split(
-        "not checked:")[1]
+        "not compared:")[1]
     assert seeing.returncode == 1
     last = seeing.stdout.strip().splitlines()[-1]
     assert last.startswith("FAIL") and "lm_head=fp8 (log evidence)" in last, last

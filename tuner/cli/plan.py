@@ -60,7 +60,10 @@ def plan(
     out.print("[bold]evidence expected[/bold]")
     for ev in lp.evidence:
         parts = [f"server_info {f}={v!r}" for f, v in ev.server_info.items()]
+        parts += [f"server_info {f}={v!r} where the server shows it"
+                  for f, v in ev.server_info_if_present.items()]
         parts += [f"log /{p}/" for p in ev.log] + [f"no log /{p}/" for p in ev.log_absent]
         if ev.none:
             parts.append(f"unobservable: {ev.none}")
-        out.print(f"  {ev.knob}={ev.value}: " + "; ".join(parts))
+        out.print(f"  {ev.knob}={ev.value}: " + ("; ".join(parts) or "nothing to check"),
+                  highlight=False)

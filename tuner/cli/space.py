@@ -50,7 +50,7 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
         bound = " ".join(x for x in (f"min {lim.min:g}" if lim.min is not None else "",
                                      f"max {lim.max:g}" if lim.max is not None else "") if x)
         out.print(f"limit    {flag} {bound}" + (f"  ({lim.reason})" if lim.reason else ""))
-    out.print(_knob_table(space))
+    out.print(_knob_table(space, out.width), highlight=False, markup=False)
     try:
         configs = list(space.iter_configs())
     except ValueError:
@@ -69,17 +69,17 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
               f"(raw product {space.raw_size():,.0f})")
 
 
-def _knob_table(space: Any) -> Any:
-    """One row per knob: domain, condition, what it sends, evidence kinds, baseline."""
-    from rich.table import Table
+def _knob_table(space: Any, width: int) -> str:
+    """One block per knob: its name, domain and baseline, then when it is active, what it
+    sends and how its effect is proven, wrapped by word at ``width`` (a table of six
+    columns cut words at 80 columns)."""
+    import textwrap
 
-    table = Table(title="knobs", show_lines=False)
-    for col in ("knob", "domain", "when", "sends", "evidence", "baseline"):
-        table.add_column(col, overflow="fold")
     base = space.complete({})
+    blocks: list[str] = ["knobs"]
     for name in space.order:
         k = space.knob(name)
-        when = ", ".join(f"{p}={v}" for p, v in k.when.items()) or "-"
+        when = ", ".join(f"{p}={v}" for p, v in k.when.items())
         if k.flag:
             maps = k.flag
         elif k.env:
@@ -92,6 +92,14 @@ def _knob_table(space: Any) -> Any:
         kinds = sorted({kind for e in evs for kind, present in (
             ("server_info", bool(e.server_info)), ("log", bool(e.log or e.log_absent)),
             ("none observable", bool(e.none))) if present})
-        table.add_row(name, space.describe_domain(name), when, maps, ", ".join(kinds),
-                      str(base.get(name, "-")))
-    return table
+        head = f"{name}  {space.describe_domain(name)}  (baseline {base.get(name, '-')})"
+        detail = "; ".join(x for x in (f"when {when}" if when else "",
+                                       f"sends {maps}" if maps else "",
+                                       f"proven by {', '.join(kinds)}" if kinds else "")
+                           if x)
+        blocks += [textwrap.fill(head, width, initial_indent="  ", subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False),
+                   textwrap.fill(detail, width, initial_indent="      ",
+                                 subsequent_indent="      ", break_long_words=False,
+                                 break_on_hyphens=False)]
+    return "\n".join(blocks)

@@ -57,8 +57,9 @@ def verify(
     out.print(t)
     passed = sum(c.passed is True for c in checks)
     unverified = [c.name for c in checks if c.unverified]
-    out.print(f"checked {passed + sum(c.passed is False for c in checks)}, passed {passed}; "
-              f"not checked: {', '.join(unverified) or 'nothing'}")
+    shown = [c.name for c in checks if c.passed is None and not c.unverified]
+    out.print(f"compared {passed + sum(c.passed is False for c in checks)}, passed {passed}; "
+              f"not compared: {', '.join(unverified + shown) or 'nothing'}", highlight=False)
     failed = [c.name for c in checks if c.passed is False]
     if failed:
         out.print(f"[red bold]FAIL[/]: {', '.join(failed)}")

@@ -113,6 +113,9 @@ def _setting_checks(expect: dict[str, Any], info: dict[str, Any]) -> list[Check]
         if got is not MISSING:      # fixed flags: checked where the server shows them
             checks.append(Check(f"server_info {field} (fixed)", same_value(want, got),
                                 repr(want), repr(got)))
+        else:                       # said, not skipped in silence
+            checks.append(Check(f"server_info {field} (fixed)", None, repr(want),
+                                "not shown by this server: not compared"))
     return checks
 
 
