@@ -8,7 +8,9 @@
 # (TRIALS=8 by default, local runner), profile (export the sweep's pick, serve it, verify),
 # dspark (doctor + a speculation-off and a DSPARK trial on the tiny dense Qwen3 with its
 # DSpark draft, the full /server_info kept by info_tap.py), dspark-rules (SGLang's own DSPARK
-# resolution: two refusals and one launch with steps/top-k to override and no block size).
+# resolution: two refusals and one launch with steps/top-k to override and no block size),
+# serve-verify (serve the exported profile in PROFILE, default the profile part's, and run
+# tuner verify --log on it).
 # sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
@@ -121,9 +123,13 @@ profile)
   # the bound allows that spread, the default 15% does not
   say "export"; tuner export $SWN --storage "$DB" --artifacts $WORK/artifacts \
     --pick fastest --tpot-tolerance ${TPOT_TOLERANCE:-0.5} --out $WORK/profile 2>&1 | tee -a "$LOG"
-  say "serve the profile and verify it"
+  ;;&
+profile|serve-verify)
+  # PROFILE: an exported profile folder (default: the one the profile part wrote)
+  PROFILE=${PROFILE:-$WORK/profile}
+  say "serve the profile $PROFILE and verify it"
   # its own session: the whole server tree is stopped by process group, nothing else
-  PORT=30123 setsid bash $WORK/profile/launch.sh > $WORK/profile-server.log 2>&1 &
+  PORT=30123 setsid bash $PROFILE/launch.sh > $WORK/profile-server.log 2>&1 &
   SERVER=$!
   for i in $(seq 1 240); do
     python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:30123/health', timeout=2)" 2>/dev/null && break
@@ -131,11 +137,11 @@ profile)
     sleep 1
   done
   say "ready after ${i}s"; tail -3 $WORK/profile-server.log | tee -a "$LOG"
-  COLUMNS=160 tuner verify $WORK/profile/profile.yaml --url http://127.0.0.1:30123 \
+  COLUMNS=160 tuner verify $PROFILE/profile.yaml --url http://127.0.0.1:30123 \
     --log $WORK/profile-server.log 2>&1 | tee -a "$LOG"
   say "verify exit ${PIPESTATUS[0]}"
   kill -TERM -- -$SERVER 2>/dev/null; sleep 5; kill -KILL -- -$SERVER 2>/dev/null
-  summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
+  [ "$PART" = profile ] && summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
   ;;
 dspark)
   say "doctor"; tuner doctor $DSPK --engine sglang 2>&1 | tee -a "$LOG"
