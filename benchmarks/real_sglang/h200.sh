@@ -5,14 +5,21 @@
 #
 # PARTs, run in order: trials (doctor + three trials), oom (a trial with the GPU taken),
 # flags (the real parser's flag table, benchmarks/real_sglang/dump_flags.py), sweep
-# (TRIALS=8 by default, local runner), profile (export the sweep's pick, serve it, verify).
+# (TRIALS=8 by default, local runner), profile (export the sweep's pick, serve it, verify),
+# dspark (doctor + a speculation-off and a DSPARK trial on the tiny dense Qwen3 with its
+# DSpark draft, the full /server_info kept by info_tap.py), dspark-rules (SGLang's own DSPARK
+# resolution: two refusals and one launch with steps/top-k to override and no block size),
+# serve-verify (serve the exported profile in PROFILE, default the profile part's, and run
+# tuner verify --log on it).
+# sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
 # $KIT/p2 and the tuner's own missing dependencies (optuna, sqlalchemy, alembic, mako,
 # colorlog, greenlet) in $KIT/deps; docs/real-sglang-h200.md says how they get there.
 # Everything is written under $WORK; a tarball of it and a log land in $OUT.
 set -uo pipefail
-[ $# -gt 0 ] || { echo "usage: $0 trials|oom|flags|sweep|profile ..."; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 trials|oom|flags|sweep|profile|dspark|dspark-rules ..."; exit 2; }
+PARTS=("$@")
 KIT=${KIT:-/tmp/kit}; SITE=${SITE:-/tmp/site}; MODELS=/tmp/tuner-tiny
 OUTD=${OUT:-/tmp/out}; WORK=/tmp/work; mkdir -p "$OUTD" "$WORK"
 LOG=$OUTD/h200.log
@@ -39,12 +46,24 @@ python3 -c 'import sys, torch, sglang, transformers; print(sys.version.split()[0
 torch.__version__, torch.cuda.get_device_name(0), "sglang", sglang.__version__,
 "transformers", transformers.__version__)' 2>&1 | tee -a "$LOG"
 
-[ -f $MODELS/qwen3moe/config.json ] || python3 benchmarks/real_sglang/make_tiny.py \
-  $MODELS/qwen3moe --arch qwen3_moe 2>&1 | grep -E "saved|Error" | tee -a "$LOG"
-[ -f $MODELS/dsv3/config.json ] || python3 benchmarks/real_sglang/make_tiny.py \
-  $MODELS/dsv3 --arch deepseek_v3 --hidden 512 2>&1 | grep -E "saved|added|Error" | tee -a "$LOG"
+# the tiny models the parts need (TINY: which; default all)
+for m in ${TINY:-qwen3moe dsv3 qwen3}; do
+  [ -f $MODELS/$m/config.json ] && continue
+  case $m in
+    qwen3moe) set -- --arch qwen3_moe ;;
+    dsv3) set -- --arch deepseek_v3 --hidden 512 ;;
+    # a dense Qwen3 target (4 layers: the draft reads layers 1 and 2) and its DSpark draft
+    qwen3) set -- --arch qwen3 --layers 4 --dspark-draft $MODELS/qwen3-dspark \
+      --dspark-block-size 4 ;;
+  esac
+  python3 benchmarks/real_sglang/make_tiny.py $MODELS/$m "$@" 2>&1 \
+    | grep -E "saved|added|Error" | tee -a "$LOG"
+done
+set -- "${PARTS[@]}"
 
 QWEN=search_spaces/tiny-qwen3moe-h200.yaml; DSV3=search_spaces/tiny-dsv3-h200.yaml
+DSPK=search_spaces/tiny-qwen3-dspark-h200.yaml
+SW=${SWEEP_SPACE:-$QWEN}; SWN=$(basename "$SW" .yaml)
 summary() {  # one line per TrialResult JSON
   python3 - "$@" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
@@ -92,21 +111,25 @@ flags)
   ;;
 sweep)
   say "sweep: ${TRIALS:=8} trials, local runner"
-  tuner sweep $QWEN $T --trials $TRIALS --hours 0.1 --ray-address none --seed 1 \
+  tuner sweep $SW $T --trials $TRIALS --hours ${HOURS:-0.1} --ray-address none --seed 1 \
     --storage "sqlite:///$WORK/tiny.db" --artifacts $WORK/artifacts 2>&1 | tee -a "$LOG"
   DB="sqlite:///$WORK/tiny.db"
-  say "report"; COLUMNS=160 tuner report tiny-qwen3moe-h200 --storage "$DB" 2>&1 | tee -a "$LOG"
-  tuner report tiny-qwen3moe-h200 --storage "$DB" --json > $WORK/report.json 2>&1
+  say "report"; COLUMNS=160 tuner report $SWN --storage "$DB" 2>&1 | tee -a "$LOG"
+  tuner report $SWN --storage "$DB" --json > $WORK/report.json 2>&1
   ;;
 profile)
   DB="sqlite:///$WORK/tiny.db"
   # a tiny model's TPOT moves 4.2-5.9 ms from launch to launch (docs/real-sglang-h200.md):
   # the bound allows that spread, the default 15% does not
-  say "export"; tuner export tiny-qwen3moe-h200 --storage "$DB" --artifacts $WORK/artifacts \
+  say "export"; tuner export $SWN --storage "$DB" --artifacts $WORK/artifacts \
     --pick fastest --tpot-tolerance ${TPOT_TOLERANCE:-0.5} --out $WORK/profile 2>&1 | tee -a "$LOG"
-  say "serve the profile and verify it"
+  ;;&
+profile|serve-verify)
+  # PROFILE: an exported profile folder (default: the one the profile part wrote)
+  PROFILE=${PROFILE:-$WORK/profile}
+  say "serve the profile $PROFILE and verify it"
   # its own session: the whole server tree is stopped by process group, nothing else
-  PORT=30123 setsid bash $WORK/profile/launch.sh > $WORK/profile-server.log 2>&1 &
+  PORT=30123 setsid bash $PROFILE/launch.sh > $WORK/profile-server.log 2>&1 &
   SERVER=$!
   for i in $(seq 1 240); do
     python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:30123/health', timeout=2)" 2>/dev/null && break
@@ -114,13 +137,65 @@ profile)
     sleep 1
   done
   say "ready after ${i}s"; tail -3 $WORK/profile-server.log | tee -a "$LOG"
-  COLUMNS=160 tuner verify $WORK/profile/profile.yaml --url http://127.0.0.1:30123 \
+  COLUMNS=160 tuner verify $PROFILE/profile.yaml --url http://127.0.0.1:30123 \
     --log $WORK/profile-server.log 2>&1 | tee -a "$LOG"
   say "verify exit ${PIPESTATUS[0]}"
   kill -TERM -- -$SERVER 2>/dev/null; sleep 5; kill -KILL -- -$SERVER 2>/dev/null
-  summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
+  [ "$PART" = profile ] && summary $(grep -l '"tuner_version"' $WORK/artifacts/* 2>/dev/null)
+  ;;
+dspark)
+  say "doctor"; tuner doctor $DSPK --engine sglang 2>&1 | tee -a "$LOG"
+  python3 benchmarks/real_sglang/info_tap.py $WORK/info & TAP=$!
+  say "trial: qwen3 speculation off"; tuner trial $DSPK $T --no-check-engine \
+    --out $WORK/trial-qwen3-baseline.json >>"$LOG" 2>&1
+  say "trial: qwen3 DSPARK gamma 4"; tuner trial $DSPK $T --no-check-engine \
+    --set speculative=DSPARK --set dspark_block_size=4 --out $WORK/trial-qwen3-dspark.json \
+    >>"$LOG" 2>&1
+  kill $TAP; wait $TAP 2>/dev/null
+  summary $WORK/trial-qwen3-*.json
+  grep -h -E "DSpark|dspark|Max running|gamma" $WORK/runs/*.log 2>/dev/null | cut -c1-400 \
+    | sort | uniq -c | tee -a "$LOG"
+  ls $WORK/info | tee -a "$LOG"
+  ;;
+dspark-rules)
+  # SGLang's own DSPARK resolution, outside the tool: what the tool's rules
+  # (tuner/engines/_sglang_block_draft.py) say it does, seen on the real server
+  FIX="--model-path $MODELS/qwen3 --attention-backend triton --sampling-backend pytorch
+    --grammar-backend none --mm-feature-transport cpu --disable-flashinfer-autotune
+    --cuda-graph-backend-decode disabled --cuda-graph-backend-prefill disabled
+    --max-total-tokens 65536 --context-length 2048 --mem-fraction-static 0.4"
+  D="--speculative-algorithm DSPARK --speculative-draft-model-path $MODELS/qwen3-dspark"
+  mkdir -p $WORK/rules
+  say "rule: draft tokens given and != gamma + 1 (expect the ValueError)"
+  timeout 150 sglang serve $FIX $D --speculative-dspark-block-size 4 \
+    --speculative-num-draft-tokens 3 --port 30131 > $WORK/rules/mismatch.log 2>&1
+  say "exit $?"; grep -E "Error" $WORK/rules/mismatch.log | tail -2 | tee -a "$LOG"
+  say "rule: DSPARK without a draft path (expect the ValueError)"
+  timeout 150 sglang serve $FIX --speculative-algorithm DSPARK --port 30132 \
+    > $WORK/rules/no-draft.log 2>&1
+  say "exit $?"; grep -E "Error" $WORK/rules/no-draft.log | tail -2 | tee -a "$LOG"
+  say "rule: steps 3 / top-k 2 overridden, gamma from the checkpoint, max running unset"
+  setsid sglang serve $FIX $D --speculative-num-steps 3 --speculative-eagle-topk 2 \
+    --port 30133 > $WORK/rules/forced.log 2>&1 &
+  SERVER=$!
+  for i in $(seq 1 200); do
+    python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:30133/health', timeout=2)" 2>/dev/null && break
+    kill -0 $SERVER 2>/dev/null || break
+    sleep 1
+  done
+  say "ready after ${i}s"
+  python3 -c "import json, urllib.request as u; print(json.dumps(json.load(u.urlopen('http://127.0.0.1:30133/server_info')), indent=1, sort_keys=True, default=str))" > $WORK/rules/forced-server-info.json 2>&1
+  python3 - $WORK/rules/forced-server-info.json <<'PY' 2>&1 | tee -a "$LOG"
+import json, sys
+i = json.load(open(sys.argv[1]))
+print({k: i.get(k) for k in ("speculative_algorithm", "speculative_num_steps",
+      "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_dspark_block_size",
+      "max_running_requests", "speculative_draft_model_path", "max_total_num_tokens")})
+PY
+  grep -E "DSpark|dspark|Max running|overriding" $WORK/rules/forced.log | cut -c1-400 | tee -a "$LOG"
+  kill -TERM -- -$SERVER 2>/dev/null; sleep 5; kill -KILL -- -$SERVER 2>/dev/null
   ;;
 esac
+tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null   # after each part: a later timeout keeps it
 done
-tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null
 ls -la "$OUTD"

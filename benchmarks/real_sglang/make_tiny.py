@@ -2,6 +2,7 @@
 
     python benchmarks/real_sglang/make_tiny.py OUT [--arch qwen3_moe|qwen3|deepseek_v3]
         [--hidden N] [--vocab N] [--layers N] [--seed N] [--tokenizer-from DIR]
+        [--dspark-draft DIR [--dspark-block-size G] [--dspark-layers N]]
 
 Needs torch, transformers and tokenizers (the H200 image has them). The tokenizer is a
 byte-level BPE trained on the interpreter's own standard-library sources unless
@@ -9,6 +10,13 @@ byte-level BPE trained on the interpreter's own standard-library sources unless
 as ``model.layers.{L}.*`` in the checkpoint layout SGLang's NEXTN loader reads; SGLang's
 ``fused_eh_norm`` refuses hidden size 256, so use ``--hidden 512`` for it. Random weights:
 accept length and accuracy mean nothing, every code path of the engine still runs.
+
+``--dspark-draft DIR`` also writes a DSpark draft for the target (:func:`write_dspark_draft`):
+a dense Qwen3-shaped block draft with the fields SGLang 0.5.17's DSPARK reads from its
+``config.json`` (docs/real-sglang-h200.md). SGLang captures the target's auxiliary hidden
+states only for target models with ``set_dflash_layers_to_capture`` (Qwen3, Qwen3-MoE, Llama,
+DeepSeek-V2/V3, ...), and it captures "before layer k + 1", so every target layer id must be
+below the target's last layer: use ``--layers 4`` or more for the target.
 """
 
 from __future__ import annotations
@@ -111,6 +119,84 @@ def append_mtp_layer(out: str, model_cls, cfg, seed: int) -> None:  # type: igno
     print("added MTP layer", layers)
 
 
+def write_dspark_draft(out: str, target_cfg, *, layers: int, block_size: int,  # type: ignore[no-untyped-def]
+                       markov_rank: int, seed: int) -> None:
+    """A tiny DSpark draft for ``target_cfg``, as SGLang 0.5.17 loads one.
+
+    What the wheel reads (paths inside ``sglang/``):
+
+    * ``architectures: [Qwen3DSparkModel]`` - ``srt/models/dspark.py``'s ``EntryClass``
+      (``Qwen3DSparkModel``, ``DSparkDraftModel``; 0.5.17 has no ``LingDSparkModel``);
+      ``model_type: qwen3`` so that transformers parses the config;
+    * ``block_size`` - gamma, when ``--speculative-dspark-block-size`` is not given
+      (``dspark_config.parse_dspark_draft_config`` via ``dflash_utils.parse_dflash_draft_config``);
+    * ``markov_rank`` > 0 and ``markov_head_type`` (vanilla/gated/rnn), top level:
+      ``dspark.build_markov_head`` reads ``config.markov_rank`` itself, and
+      ``resolve_runtime_config`` refuses ``markov_rank`` 0;
+    * ``mask_token_id`` below the target's vocabulary (``resolve_runtime_config``);
+    * ``target_layer_ids`` / ``num_target_layers`` - the target layers whose hidden states
+      feed the draft's ``fc`` (``len(ids) x hidden -> hidden``); without them SGLang picks
+      ``build_target_layer_ids``, which needs a target of 4 layers or more;
+    * the hidden size of the target: the draft embeds with the target's embedding and
+      projects through the target's LM head (``attach_shared_modules``), so neither is saved.
+
+    Weights: ``layers.{i}.self_attn.{q,k,v,o}_proj``, ``q_norm``/``k_norm``, the MLP, the two
+    norms per layer, ``norm``, ``fc``, ``hidden_norm`` and ``markov_head.markov_w{1,2}``
+    (``DFlashDraftModel.load_weights`` ignores names it does not know, so every one is
+    written: a missing one would stay uninitialised).
+    """
+    from safetensors.torch import save_file
+
+    h = target_cfg.hidden_size
+    heads, kv_heads = target_cfg.num_attention_heads, target_cfg.num_key_value_heads
+    head_dim = getattr(target_cfg, "head_dim", None) or h // heads
+    inter, vocab = target_cfg.intermediate_size, target_cfg.vocab_size
+    target_layers = target_cfg.num_hidden_layers
+    if target_layers < 3:
+        raise SystemExit("a DSpark draft needs a target of 3 layers or more (--layers)")
+    ids = sorted({1, target_layers - 2})       # below the last layer: captured before k + 1
+    torch.manual_seed(seed + 7)
+
+    def w(*shape: int):  # type: ignore[no-untyped-def]
+        return (torch.randn(*shape) * 0.02).to(torch.bfloat16)
+
+    def ones(n: int):  # type: ignore[no-untyped-def]
+        return torch.ones(n, dtype=torch.bfloat16)
+
+    state = {}
+    for i in range(layers):
+        p = f"layers.{i}."
+        state |= {p + "self_attn.q_proj.weight": w(heads * head_dim, h),
+                  p + "self_attn.k_proj.weight": w(kv_heads * head_dim, h),
+                  p + "self_attn.v_proj.weight": w(kv_heads * head_dim, h),
+                  p + "self_attn.o_proj.weight": w(h, heads * head_dim),
+                  p + "self_attn.q_norm.weight": ones(head_dim),
+                  p + "self_attn.k_norm.weight": ones(head_dim),
+                  p + "mlp.gate_proj.weight": w(inter, h),
+                  p + "mlp.up_proj.weight": w(inter, h),
+                  p + "mlp.down_proj.weight": w(h, inter),
+                  p + "input_layernorm.weight": ones(h),
+                  p + "post_attention_layernorm.weight": ones(h)}
+    state |= {"norm.weight": ones(h), "hidden_norm.weight": ones(h),
+              "fc.weight": w(h, len(ids) * h),
+              "markov_head.markov_w1.weight": w(vocab, markov_rank),
+              "markov_head.markov_w2.weight": w(vocab, markov_rank)}
+    os.makedirs(out, exist_ok=True)
+    save_file(state, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    cfg = target_cfg.to_dict()
+    for key in ("layer_types", "_name_or_path", "transformers_version"):
+        cfg.pop(key, None)
+    cfg |= {"architectures": ["Qwen3DSparkModel"], "model_type": "qwen3",
+            "num_hidden_layers": layers, "block_size": block_size,
+            "num_target_layers": target_layers, "target_layer_ids": ids,
+            "markov_rank": markov_rank, "markov_head_type": "vanilla",
+            "mask_token_id": vocab - 1}   # an id the tokenizer never produces, inside the vocab
+    with open(os.path.join(out, "config.json"), "w") as fh:
+        json.dump(cfg, fh, indent=1)
+    print("saved DSpark draft", out, sum(t.numel() for t in state.values()) / 1e6,
+          "M params, gamma", block_size, "target layers", ids)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -120,6 +206,10 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--tokenizer-from", default=None)
+    ap.add_argument("--dspark-draft", default=None, help="also write a DSpark draft here")
+    ap.add_argument("--dspark-block-size", type=int, default=4)
+    ap.add_argument("--dspark-layers", type=int, default=2)
+    ap.add_argument("--markov-rank", type=int, default=16)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tok = (PreTrainedTokenizerFast.from_pretrained(a.tokenizer_from) if a.tokenizer_from
@@ -140,6 +230,10 @@ def main() -> None:
         append_mtp_layer(a.out, model_cls, cfg, a.seed)
     print("saved", a.out, sum(p.numel() for p in model.parameters()) / 1e6, "M params",
           cfg.architectures)
+    if a.dspark_draft:
+        write_dspark_draft(a.dspark_draft, cfg, layers=a.dspark_layers,
+                           block_size=a.dspark_block_size, markov_rank=a.markov_rank,
+                           seed=a.seed)
 
 
 if __name__ == "__main__":

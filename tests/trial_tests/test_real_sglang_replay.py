@@ -7,6 +7,7 @@ through today's plan, evidence, aggregation, gate and failure-classification cod
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,19 @@ def _space(result: TrialResult):  # type: ignore[no-untyped-def]
     return load_space(SPACES / f"{result.space}.yaml")
 
 
+def _observed(path: Path, result: TrialResult) -> tuple[dict, str]:
+    """What the trial's evidence was checked against: the full ``/server_info`` when one was
+    kept beside it (``server-info-<name>.json``: a TrialResult records a subset, which drops
+    DSPARK's own fields), else the recorded subset; the server log when it is a fixture."""
+    name = path.stem.removeprefix("trial-")
+    info = HERE / f"server-info-{name}.json"
+    log = HERE / f"server-{name}.log"
+    return (json.loads(info.read_text()) if info.exists() else result.server_info,
+            log.read_text() if log.exists() else "")
+
+
 def test_the_fixtures_are_real_measurements() -> None:
-    assert len(TRIALS) == 4
+    assert len(TRIALS) == 6
     for path in TRIALS:
         r = _load(path)
         assert r.status == "ok" and not r.simulated and r.engine == "sglang"
@@ -55,7 +67,7 @@ def test_todays_adapter_plans_the_launch_that_ran(path: Path) -> None:
 @pytest.mark.parametrize("path", TRIALS, ids=lambda p: p.stem)
 def test_recorded_server_info_confirms_every_knob(path: Path) -> None:
     r = _load(path)
-    checks = effect_check(r.plan.evidence, r.server_info, "")
+    checks = effect_check(r.plan.evidence, *_observed(path, r))
     assert [(c.knob, c.verdict) for c in checks] == [(c.knob, c.verdict) for c in r.effect]
     assert {c.verdict for c in checks} == {"confirmed"}
 
