@@ -122,6 +122,22 @@ def test_the_shared_module_passes_the_gate(tmp_path: Path) -> None:
     assert r.feasible and (r.aggregates.accept_length or 0) > 2.0  # type: ignore[union-attr]
 
 
+def test_the_record_keeps_every_server_info_field_its_evidence_reads(tmp_path: Path) -> None:
+    """A recorded trial can be re-checked from itself: the DSPARK draft path and block size
+    (and the fixed flags' fields) were dropped once, and a re-check called them
+    mismatched (seen on the real H200 run, docs/real-sglang-h200.md)."""
+    from tuner.trial._evidence import effect_check
+
+    r = trial(tmp_path, {"speculative": "DSPARK", "dspark_block_size": 4}, workload=SYNTH)
+    assert r.ok, r.message
+    read = {f.split(".")[0] for ev in r.plan.evidence
+            for f in (*ev.server_info, *ev.server_info_if_present)}
+    assert {"speculative_draft_model_path", "speculative_dspark_block_size"} <= read
+    assert read <= set(r.server_info)
+    again = effect_check(r.plan.evidence, r.server_info, "")     # the record, no log
+    assert not [p for c in again for p in c.problems if not p.startswith("log line")]
+
+
 def test_stock_with_fp8_lm_head_is_unsupported_before_launch(tmp_path: Path) -> None:
     r = trial(tmp_path, {"lm_head": "fp8"}, variant="stock", caps=True)
     assert r.status == "failed" and r.reason == "unsupported_knob"

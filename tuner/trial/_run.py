@@ -203,8 +203,10 @@ def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
     result.time_scale = scale
     result.engine_version = protocol.version(info)
     result.kv_tokens = protocol.kv_tokens(info)
-    result.server_info = redact(info if opts.keep_full_server_info else
-                                protocol.kept_info(info), opts.api_key)
+    read = {f.split(".")[0] for ev in result.plan.evidence       # what the evidence reads:
+            for f in (*ev.server_info, *ev.server_info_if_present)}  # the record re-checks
+    kept = {**protocol.kept_info(info), **{k: info[k] for k in read if k in info}}
+    result.server_info = redact(info if opts.keep_full_server_info else kept, opts.api_key)
     result.timings.startup_s = startup_wall * scale
     log_text = server.log_path.read_text(errors="replace")
     result.effect = effect_check(result.plan.evidence, info, log_text)
