@@ -91,6 +91,10 @@ MUST_REFUSE: list[tuple[str, str, str]] = [
       for m in _line(f"  {flag}:", [*_INT_BAD, "true"], f"fixed_flags.{flag}")],
     *[m for flag in ("--attention-backend", "--reasoning-parser", "--context-length")
       for m in _line(f"  {flag}:", [".nan", ".inf", "-.inf", "[.nan]"], f"fixed_flags.{flag}")],
+    *_line("    default: 3", ["9" * 400, "-" + "9" * 400, "1.5", ".nan", "6", "0"],
+           "knobs.spec_steps.default", "    default: {}"),     # an int knob in [1, 5]
+    *_line("  mem_fraction: 0.68", ["9" * 400, ".nan", "0.75", "''"], "baseline.mem_fraction",
+           "  mem_fraction: {}"),
     *_line("  questions: 60", ["0", "-1", "100001", ".nan", "true", "''"],
            "workload.questions", "  questions: {}"),
     *_line("  temperature: 0.6", ["-1", ".nan", ".inf", "11"], "workload.temperature",

@@ -157,8 +157,8 @@ class SearchSpace:
             return any(_same(c, value) for c in (self.domain(name) or []))
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
-        if k.type == "int" and not float(value).is_integer():
-            return False
+        if k.type == "int" and isinstance(value, float) and not value.is_integer():
+            return False                # (an int of 400 digits has no float to convert to)
         assert k.low is not None and k.high is not None
         if not (k.low - 1e-9 <= value <= k.high + 1e-9):
             return False
