@@ -34,7 +34,7 @@ class SpaceError(UserError):
             where += f":{self.line}"
         if self.path:
             where += f": {self.path}"
-        return f"{where}: {self.detail}"
+        return printable(f"{where}: {self.detail}")
 
     def located(self, *, file: str | None = None, line: int | None = None) -> SpaceError:
         """A copy of this error with the file and/or line filled in."""
@@ -56,3 +56,15 @@ def clip(text: str | None, width: int) -> str:
     import textwrap
 
     return textwrap.shorten(" ".join((text or "").split()), width, placeholder=" ...")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable escaped (``\\n``, ``\\x1b``,
+    ``\\u202e``): control characters (a terminal's escape sequences, a line break that
+    would make one error two lines) and the invisible format characters, bidirectional
+    overrides among them, that make a key read as another. Printable text, accents and
+    other scripts included, is kept."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)

@@ -5,7 +5,8 @@
 Builds the parser the way ``sglang serve`` does (``ServerArgs.add_cli_args``) and writes
 one record per option: every spelling, whether it takes no value, whether it takes a list,
 its choices (as SGLang compares them: ``type=str.upper`` and friends are recorded as
-``case``), and whether it is a deprecated alias. Needs only SGLang's parser importable
+``case``), its value type (``int`` or ``float`` where argparse converts with one), and
+whether it is a deprecated alias. Needs only SGLang's parser importable
 (no GPU); used for every supported version (``docs/sglang-facts.md``).
 """
 
@@ -22,6 +23,13 @@ def _case(action: argparse.Action) -> str | None:
     if kind in ("upper", "lower"):
         return kind
     return None
+
+
+def _type(action: argparse.Action) -> str | None:
+    """``int`` or ``float`` when argparse converts the value with that type (what the
+    tuner checks a space's values against); None for strings and SGLang's own parsers
+    (``human_readable_int`` takes ``128k``)."""
+    return {int: "int", float: "float"}.get(action.type)  # type: ignore[call-overload]
 
 
 def dump() -> dict:
@@ -41,6 +49,7 @@ def dump() -> dict:
             "choices": (None if action.choices is None
                         else sorted(str(c) for c in action.choices)),
             "case": _case(action),
+            "type": _type(action),
             "deprecated": "Deprecated" in type(action).__name__,
         })
     flags.sort(key=lambda f: f["names"][0])

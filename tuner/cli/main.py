@@ -23,6 +23,7 @@ from tuner.cli import sweep
 from tuner.cli import trial
 from tuner.cli import verify
 from tuner.errors import UserError
+from tuner.errors import printable
 
 
 app = typer.Typer(
@@ -65,7 +66,7 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

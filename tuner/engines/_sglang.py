@@ -29,6 +29,7 @@ from tuner.engines._sglang_flags import REMOVED_FLAGS
 from tuner.engines._sglang_flags import flags_for
 from tuner.engines._sglang_flags import table_note
 from tuner.engines._sglang_flags import table_version
+from tuner.engines._sglang_flags import value_problem
 from tuner.engines._sglang_protocol import SGLangProtocol
 from tuner.engines._sglang_rules import ALGORITHM
 from tuner.engines._sglang_rules import FP8_LM_HEAD_ENV
@@ -100,13 +101,9 @@ class SGLangEngine(Engine):
                 return
             if isinstance(value, bool):
                 raise space.error(path, f"{flag} takes a value, not {str(value).lower()}")
-            if f.choices is not None:
-                items = value if isinstance(value, list) else [value]
-                for v in items:
-                    s = str(v).upper() if f.case_insensitive else str(v)
-                    if s not in f.choices:
-                        raise space.error(path, f"invalid choice {v!r} for {flag}; expected "
-                                                f"one of {', '.join(f.choices)}")
+            problem = value_problem(f, value)
+            if problem is not None:
+                raise space.error(path, problem)
 
         for flag, value in spec.fixed_flags.items():
             check(("fixed_flags", flag), flag, value)
@@ -117,6 +114,9 @@ class SGLangEngine(Engine):
                                       f"{k.flag} is also under fixed_flags; keep one")
                 check(("knobs", name, "flag"), k.flag, None)
                 f = table.get(k.flag)
+                if f is not None and f.type == "int" and k.type == "float":
+                    raise space.error(("knobs", name, "type"), f"{k.flag} takes an integer; "
+                                      "a float knob cannot set it (use an int knob)")
                 for i, c in enumerate(space.domain(name) or []):
                     if k.type == "bool":
                         if f is not None and not f.store_true:

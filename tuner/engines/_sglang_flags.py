@@ -8,15 +8,21 @@ from the H200 (docs/real-sglang-h200.md, docs/sglang-facts.md). They are used wh
 engine is installed (space validation, export); with an engine installed, ``tuner doctor``
 and ``--check-engine`` read its own ``--help``. A flag missing from the table of the space's
 ``engine.version`` is refused when a space is validated, unless the space lists it under
-``engine.extra_flags`` (a fork's flag).
+``engine.extra_flags`` (a fork's flag). Each record carries its value type (``int`` or
+``float`` where SGLang's argparse converts with one): a space's value of another type (a
+top-k ``four``, ``-1e308`` or ``.nan``) is refused when the space is validated, not when
+SGLang starts or a rule computes with it. 0.5.17's table has no types (its wheel is not
+here): a flag takes the type the default version's table gives the same spelling.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 _TABLES = Path(__file__).with_name("sglang_flags")
@@ -34,6 +40,8 @@ class Flag:
     choices: tuple[str, ...] | None = None
     nargs: bool = False
     case_insensitive: bool = False
+    #: ``int`` or ``float`` when SGLang's argparse converts the value with that type
+    type: str | None = None
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -69,15 +77,67 @@ def table_note(version: str | None) -> str | None:
 @functools.cache
 def flags_for(version: str | None = None) -> dict[str, Flag]:
     """Every spelling of every flag of SGLang ``version`` (see :func:`table_version`)."""
-    data = json.loads((_TABLES / f"{table_version(version)}.json").read_text())
+    used = table_version(version)
+    data = json.loads((_TABLES / f"{used}.json").read_text())
+    typed = {} if used == DEFAULT_VERSION else flags_for(DEFAULT_VERSION)
     out: dict[str, Flag] = {}
     for rec in data["flags"]:
         choices = tuple(rec["choices"]) if rec["choices"] is not None else None
         for name in rec["names"]:
+            kind = rec["type"] if "type" in rec else getattr(typed.get(name), "type", None)
             out[name] = Flag(name, dest=rec["dest"], store_true=rec["store_true"],
-                             choices=choices,
-                             nargs=rec["nargs"], case_insensitive=rec["case"] is not None)
+                             choices=choices, nargs=rec["nargs"],
+                             case_insensitive=rec["case"] is not None, type=kind)
     return out
+
+
+#: The integers an ``int`` flag may hold: 64-bit, what SGLang's tensors and kernels take
+#: (Python's argparse would take any size; a top-k of 10**30 fails inside the server).
+INT_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _as_int(value: Any) -> int | None:
+    """``value`` as argparse's ``type=int`` reads it (an int, or a string of one); None for
+    anything else (a float, even a whole one: argparse refuses ``4.0``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:                 # also a string of more than 4,300 digits
+            return None
+    return None
+
+
+def value_problem(flag: Flag, value: Any) -> str | None:
+    """Why SGLang's parser would refuse ``value`` (a list: each item) for ``flag``, or a
+    value it takes would break the server: a choice it lacks, a non-integer or an integer
+    beyond :data:`INT_RANGE` for an ``int`` flag, a non-number or a non-finite number
+    (inf, nan) for a ``float`` one. None when the value is fine."""
+    for v in value if isinstance(value, list) else [value]:
+        if flag.choices is not None:
+            s = str(v).upper() if flag.case_insensitive else str(v)
+            if s not in flag.choices:
+                return (f"invalid choice {v!r} for {flag.name}; expected one of "
+                        f"{', '.join(flag.choices)}")
+        if flag.type == "int":
+            n = _as_int(v)
+            if n is None:
+                return f"{flag.name} takes an integer (SGLang parses it with int), not {v!r}"
+            if not INT_RANGE[0] <= n <= INT_RANGE[1]:
+                return (f"{flag.name} {n} is out of range: SGLang's integer flags hold "
+                        "64-bit integers (at most 2**63 - 1)")
+        elif flag.type == "float":
+            try:
+                x = float(v)
+            except (TypeError, ValueError, OverflowError):
+                x = math.nan
+            if isinstance(v, bool) or not math.isfinite(x):
+                return (f"{flag.name} takes a finite number (SGLang parses it with float), "
+                        f"not {v!r}")
+    return None
 
 
 #: Algorithms SGLang treats as the EAGLE family (defaults (3, 1, 4), max running reqs 48).

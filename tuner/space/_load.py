@@ -6,6 +6,7 @@ what was expected. Nothing here raises anything else for bad input.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,18 @@ _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _KNOWN_PLACEHOLDERS = {"model.path"}
 _DRAFT_PLACEHOLDER = re.compile(r"^model\.drafts\.([A-Za-z0-9_-]+)$")
+#: pydantic's validator tags in an error's location (``function-after[...]``,
+#: ``list[...]``), not keys of the file
+_TAG = re.compile(r"[a-z][a-z-]*\[.*\]", re.S)
 
 
 def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, str | int | float | bool)
+
+
+def _finite(v: Any) -> bool:
+    """False for a float inf or nan (YAML's ``.inf``, ``.nan``), True for anything else."""
+    return not isinstance(v, float) or math.isfinite(v)
 
 
 def _stringify_value_keys(data: Any) -> None:
@@ -52,7 +61,7 @@ def _stringify_value_keys(data: Any) -> None:
 
 def _pydantic_error(exc: ValidationError) -> tuple[KeyPath, str]:
     err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _TAG.fullmatch(p)))
     kind = err["type"]
     if kind == "extra_forbidden":
         return loc, "unknown key"
@@ -112,6 +121,8 @@ class _Checker:
             for i, c in enumerate(k.choices):
                 if not _scalar(c) or c is None:
                     self.fail((*p, "choices", i), "expected a string, number or boolean")
+                if not _finite(c):
+                    self.fail((*p, "choices", i), f"expected a finite number, got {c!r}")
             keys = [value_key(c) for c in k.choices]
             for i, key in enumerate(keys):
                 if key in keys[:i]:
@@ -204,6 +215,9 @@ class _Checker:
         for v in items:
             if not _scalar(v) or v is None:
                 self.fail(path, "expected a string, number, boolean or list of them")
+            if not _finite(v):
+                self.fail(path, f"expected a finite number, got {v!r} (it would reach the "
+                                "server as is)")
             if isinstance(v, str):
                 for ph in _PLACEHOLDER.findall(v):
                     draft = _DRAFT_PLACEHOLDER.match(ph)
@@ -230,23 +244,7 @@ class _Checker:
                 for e in expected if isinstance(expected, list) else [expected]:
                     if not self.in_domain(parent, e):
                         self.fail(p, f"{e!r} is not a value of knob {parent!r}")
-        order: list[str] = []
-        state: dict[str, int] = {}
-
-        def visit(n: str, chain: list[str]) -> None:
-            if state.get(n) == 2:
-                return
-            if state.get(n) == 1:
-                cycle = " -> ".join([*chain[chain.index(n):], n])
-                self.fail(("knobs", n, "when"), f"conditions form a cycle: {cycle}")
-            state[n] = 1
-            for parent in knobs[n].when:
-                visit(parent, [*chain, n])
-            state[n] = 2
-            order.append(n)
-
-        for n in knobs:
-            visit(n, [])
+        order = self.parents_first()
         for name, k in knobs.items():
             for parent in k.when:
                 if knobs[parent].role == "capacity":
@@ -257,6 +255,34 @@ class _Checker:
                 self.fail(("knobs", name, "role"), "a capacity knob applies to every launch: "
                                                    "it cannot have a 'when' condition")
         return tuple(order)
+
+    def parents_first(self) -> list[str]:
+        """The knobs with every knob after the knobs its ``when`` names (depth first, in file
+        order); a cycle is a located error. Iterative: a chain of thousands of conditions
+        written child-first is as deep as it is long (a recursion stopped at 1,000)."""
+        knobs = self.spec.knobs
+        order: list[str] = []
+        state: dict[str, int] = {}          # 1: on the current path, 2: placed
+        for root in knobs:
+            if state.get(root):
+                continue
+            path, stack = [root], [iter(knobs[root].when)]
+            state[root] = 1
+            while stack:
+                for parent in stack[-1]:
+                    if state.get(parent) == 1:
+                        self.fail(("knobs", parent, "when"), "conditions form a cycle: "
+                                  + _chain([*path[path.index(parent):], parent]))
+                    if not state.get(parent):
+                        state[parent] = 1
+                        path.append(parent)
+                        stack.append(iter(knobs[parent].when))
+                        break
+                else:
+                    stack.pop()
+                    state[path[-1]] = 2
+                    order.append(path.pop())
+        return order
 
     # -- limits ------------------------------------------------------------------------------
     def limits(self) -> None:
@@ -289,6 +315,13 @@ class _Checker:
                 for key, contrib in (k.values or {}).items():
                     if flag in contrib.flags:
                         check(("knobs", name, "values", key, "flags", flag), contrib.flags[flag])
+
+
+def _chain(names: list[str]) -> str:
+    """``a -> b -> a``; a long cycle shows its first and last four knobs and its length."""
+    if len(names) > 9:
+        names = [*names[:4], f"... ({len(names) - 1} knobs) ...", *names[-4:]]
+    return " -> ".join(names)
 
 
 class _Located(Exception):

@@ -8,12 +8,14 @@ live in :mod:`tuner.space._validate`; this module only checks shapes and types.
 
 from __future__ import annotations
 
+from typing import Annotated
 from typing import Any
 from typing import Literal
 
 from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
+from pydantic import field_validator
 from pydantic import model_validator
 
 
@@ -38,8 +40,10 @@ class DraftModel(_Strict):
 class ModelMeta(_Strict):
     """The served model."""
 
-    id: str = Field(description="model profile name (simulator, probe), e.g. ling-3.0-flash-fp4")
-    path: str = Field(description="what --model-path receives (HF id or local directory)")
+    id: str = Field(min_length=1, description="model profile name (simulator, probe), "
+                    "e.g. ling-3.0-flash-fp4")
+    path: str = Field(min_length=1, description="what --model-path receives (HF id or "
+                      "local directory)")
     architecture: str | None = None
     vocab_size: int | None = Field(
         default=None, gt=0, description="token ids the model accepts, [0, vocab_size): "
@@ -53,12 +57,12 @@ class ModelMeta(_Strict):
 class MachineMeta(_Strict):
     """The machine the space is tuned for."""
 
-    id: str = Field(description="machine profile name, e.g. dgx-spark")
+    id: str = Field(min_length=1, description="machine profile name, e.g. dgx-spark")
     gpu: str
     compute_capability: str | None = None
-    gpus: int = 1
-    memory_gib: float | None = None
-    bandwidth_gbs: float | None = None
+    gpus: int = Field(default=1, ge=1, le=65_536)
+    memory_gib: float | None = Field(default=None, gt=0)
+    bandwidth_gbs: float | None = Field(default=None, gt=0)
 
 
 class EngineMeta(_Strict):
@@ -67,7 +71,9 @@ class EngineMeta(_Strict):
     name: str = Field(default="sglang", description="an engine adapter's name "
                       "(tuner.engines.ENGINES)")
     version: str = "0.5.23"
-    command: list[str] = Field(default_factory=lambda: ["sglang", "serve"])
+    command: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["sglang", "serve"], min_length=1,
+        description="the entry point the flags follow (never empty)")
     extra_flags: list[str] = Field(
         default_factory=list, description="flags of a fork that stock SGLang lacks"
     )
@@ -219,7 +225,7 @@ class SpaceFile(_Strict):
     """A whole search-space file."""
 
     schema_version: Literal[1]
-    name: str
+    name: str = Field(min_length=1)
     description: str | None = None
     model: ModelMeta
     machine: MachineMeta
@@ -231,3 +237,10 @@ class SpaceFile(_Strict):
     baseline: dict[str, Any]
     gate: Gate = Field(default_factory=Gate)
     workload: Workload = Field(default_factory=Workload)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):         # true == 1 to Python, not to a reader
+            raise ValueError("expected the integer 1, not a boolean")
+        return value

@@ -19,6 +19,10 @@ from tuner.space._schema import Knob
 from tuner.space._schema import SpaceFile
 
 
+#: the end of a domain's values (a value may be None)
+_END = object()
+
+
 def _decimals(step: float) -> int:
     text = f"{step:.10f}".rstrip("0")
     return len(text.split(".")[1]) if "." in text else 0
@@ -153,8 +157,8 @@ class SearchSpace:
             return any(_same(c, value) for c in (self.domain(name) or []))
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
-        if k.type == "int" and not float(value).is_integer():
-            return False
+        if k.type == "int" and isinstance(value, float) and not value.is_integer():
+            return False                # (an int of 400 digits has no float to convert to)
         assert k.low is not None and k.high is not None
         if not (k.low - 1e-9 <= value <= k.high + 1e-9):
             return False
@@ -240,35 +244,41 @@ class SearchSpace:
 
     # ---- size -----------------------------------------------------------------------------
     def iter_configs(self, limit: int = 1_000_000) -> Iterator[dict[str, Any]]:
-        """Every configuration of the space (conditions applied), up to ``limit``.
+        """Every configuration of the space (conditions applied), up to ``limit``, in the
+        order of the knobs' domains (the first knob varies slowest).
 
-        Raises :class:`ValueError` for a space with a continuous knob.
+        Iterative, so a space of thousands of knobs is no deeper than one. Raises
+        :class:`ValueError` for a space with a continuous knob.
         """
-        count = 0
-
-        def rec(i: int, acc: dict[str, Any]) -> Iterator[dict[str, Any]]:
-            nonlocal count
-            if count >= limit:
-                return
-            if i == len(self.order):
+        names, acc = self.order, dict[str, Any]()
+        frames: list[tuple[int, Iterator[Any]]] = []   # each assigned knob, its values left
+        i = count = 0
+        while count < limit:
+            if i < len(names):
+                if not self.is_active(names[i], acc):
+                    i += 1
+                    continue
+                dom = self.domain(names[i])
+                if dom is None:
+                    raise ValueError(f"knob {names[i]!r} is continuous")
+                frames.append((i, iter(dom)))
+            else:
                 count += 1
                 yield dict(acc)
+            while frames:                      # the next value of the innermost knob left
+                j, values = frames[-1]
+                value = next(values, _END)
+                if value is not _END:
+                    acc[names[j]] = value
+                    i = j + 1
+                    break
+                frames.pop()
+                acc.pop(names[j], None)
+            else:
                 return
-            name = self.order[i]
-            if not self.is_active(name, acc):
-                yield from rec(i + 1, acc)
-                return
-            dom = self.domain(name)
-            if dom is None:
-                raise ValueError(f"knob {name!r} is continuous")
-            for v in dom:
-                acc[name] = v
-                yield from rec(i + 1, acc)
-                del acc[name]
-
-        yield from rec(0, {})
 
     def raw_size(self) -> float:
         """The product of the knob domain sizes, ignoring conditions (inf if continuous)."""
-        sizes = [len(d) if (d := self.domain(n)) is not None else math.inf for n in self.order]
-        return math.prod(sizes)
+        sizes = [float(len(d)) if (d := self.domain(n)) is not None else math.inf
+                 for n in self.order]
+        return math.prod(sizes)          # a float: past 1e308 (a thousand-knob chain) inf

@@ -24,7 +24,7 @@ def _screen(text: str, file: str) -> None:
     aliases are refused (a few KB of nested aliases, a "billion laughs", would expand to
     gigabytes), and so is nesting deeper than :data:`MAX_DEPTH` (the composer recurses)."""
     depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise SpaceError("anchors and aliases (&name / *name) are not supported in a "
                              "space file; write the values out", file=file,

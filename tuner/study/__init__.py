@@ -25,6 +25,7 @@ from tuner.study._record import CONSTRAINT_KEYS
 from tuner.study._record import ROLE
 from tuner.study._record import artifact_metas
 from tuner.study._record import baseline_trial
+from tuner.study._record import study_id
 from tuner.study._record import tell_result
 from tuner.study._record import trial_at
 from tuner.study._record import write_legacy_constraints
@@ -88,6 +89,7 @@ __all__ = [
            "slug",
            "storage_problem",
            "study_answer",
+           "study_id",
            "suggest",
            "summaries",
            "summarize",

@@ -3,6 +3,8 @@
 Kept as a study user attribute, so it works for every storage (SQLite, PostgreSQL, a
 journal file) without a shared file system. A lock is stale when its lease has run out, or
 when its pid is gone on this same host; a stale lock is taken over, a live one refused.
+``--break-lock`` takes over a live lock only when its holder runs on another host (whose
+pid cannot be checked from here): a holder alive on this host is refused even then.
 """
 
 from __future__ import annotations
@@ -31,8 +33,13 @@ class LockHeld(UserError):
     exit_code = 1
 
 
+def _here(info: dict[str, Any]) -> bool:
+    """Whether the lock was taken on this host (its pid can be checked here)."""
+    return info.get("host") == socket.gethostname()
+
+
 def _alive_here(info: dict[str, Any]) -> bool:
-    if info.get("host") != socket.gethostname():
+    if not _here(info):
         return True        # cannot tell: trust the lease
     started = info.get("pid_started")
     return process_alive(int(info.get("pid", -1)), float(started) if started else None)
@@ -66,6 +73,12 @@ class DriverLock:
 
     def acquire(self, *, break_lock: bool = False) -> None:
         cur = self.current()
+        if cur is not None and break_lock and not is_stale(cur) and _here(cur):
+            raise UserError(
+                f"--break-lock: study {self.study.study_name!r} is being run by pid "
+                f"{cur.get('pid')} on this host ({cur.get('host')}), which is alive; "
+                "--break-lock only takes over from a driver that died (or runs on another "
+                f"host). Stop it first (kill {cur.get('pid')}), or wait for it to finish")
         if cur is not None and not break_lock and not is_stale(cur):
             until = datetime.fromtimestamp(float(cur["lease_until"]), UTC)
             raise LockHeld(

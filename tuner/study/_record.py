@@ -44,6 +44,11 @@ def trial_at(study: Any, number: int) -> Any:
     return study.get_trials(deepcopy=False)[number]
 
 
+def study_id(study: Any) -> int:
+    """The storage's id of ``study`` (what optuna-dashboard's URLs hold)."""
+    return int(study._study_id)
+
+
 def artifact_metas(study: Any, trial: Any) -> list[Any]:
     """The artifacts stored for ``trial`` (Optuna's ``ArtifactMeta``: id, file name)."""
     from optuna.artifacts import get_all_artifact_meta

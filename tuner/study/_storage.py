@@ -48,9 +48,34 @@ def driver_url(url: str) -> str:
         "postgresql://") else url
 
 
+#: A parameter whose name (case-blind, %-escapes decoded) contains one of these is a secret:
+#: libpq's ``password``, ``sslpassword``, ``passfile`` (where the passwords are), ``sslkey``
+#: and ``sslcrl``-style key files, and any driver's ``*token*``, ``*secret*``, ``*key*``.
+SECRET_PARAM_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
+
+#: ``user:PASSWORD@`` as SQLAlchemy reads it (up to the first ``@``), and any further
+#: ``text@`` before the host (a password with a raw ``@`` in it).
+_USERINFO = re.compile(r"(://[^:/@]*:)[^@]*@(?:[^/@?#]*@)*")
+#: ``name=value`` in a URL's query (``?``/``&``/``;``) or in a libpq keyword string
+#: (spaces); the value to the next separator, or a quoted one.
+_PARAM = re.compile(r"(^|[?&;\s])([^=?&;#\s]+)=('(?:[^'\\]|\\.)*'|[^&;#\s]*)")
+
+
+def _secret_name(name: str) -> bool:
+    from urllib.parse import unquote
+
+    low = unquote(name).lower()
+    return any(word in low for word in SECRET_PARAM_WORDS)
+
+
 def redact_url(url: str) -> str:
-    """``scheme://user:secret@host/db`` -> ``scheme://user:***@host/db``."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """A storage URL (or a line of text holding one) with every secret replaced by ``***``:
+    the password of ``scheme://user:secret@host/db`` and the value of every query or
+    keyword parameter whose name names a secret (:data:`SECRET_PARAM_WORDS`:
+    ``?password=``, ``sslpassword``, ``passfile``, ``sslkey``, ``...token...``)."""
+    url = _USERINFO.sub(r"\1***@", url)
+    return _PARAM.sub(lambda m: (f"{m[1]}{m[2]}=***" if _secret_name(m[2]) and m[3]
+                                 else m[0]), url)
 
 
 @contextlib.contextmanager
