@@ -3,6 +3,11 @@ with the final accuracy sample (``--final-questions 1000``).
 
     .venv/bin/python benchmarks/final_sample.py --trials 30
     .venv/bin/python benchmarks/final_sample.py --simulator --seeds 3 --final 400
+    .venv/bin/python benchmarks/final_sample.py --simulator --default --jobs 8
+
+``--default``: the sweeps run as a user's would, with no ``--final-questions`` (the final
+sample the sweep sizes itself), and every ``--pick`` (fastest, most-accurate, knee) is
+checked; ``--jobs``: seeds at once.
 
 ``--simulator``: real ``tuner sweep`` runs on the simulator instead (the README's sweep:
 30 GSM8K questions, local runner) with its ``accuracy_drop`` fault on every FP8 LM-head
@@ -34,24 +39,61 @@ ROOT = Path(__file__).resolve().parent.parent
 DROP = '[{"kind": "accuracy_drop", "arg": 3, "when": {"SGLANG_ENABLE_FP8_LM_HEAD": "1"}}]'
 
 
-def simulated_pick(tmp: Path, seed: int, trials: int, final: int | None) -> str:
+GSM8K = ROOT.parent / "shared" / "data" / "gsm8k"
+
+
+def simulated_pick(tmp: Path, seed: int, trials: int, final: int | None,
+                   picks: tuple[str, ...] = ("fastest",)) -> str:
+    """The LM-head precision each of ``picks`` exports (``baseline`` for the baseline),
+    joined by ``/``; ``final`` None: no --final-questions (the sweep's default)."""
     import subprocess
 
     import optuna
 
+    from tuner.study import study_answer
+
     db = tmp / "s.db"
     subprocess.run([sys.executable, "-m", "tuner", "sweep",
                     str(ROOT / "search_spaces" / "ling-3.0-flash-dgx-spark.yaml"),
-                    "--engine", "sim", "--gsm8k", str(ROOT.parent / "shared" / "data" / "gsm8k"),
+                    "--engine", "sim", "--gsm8k", str(GSM8K),
                     "--trials", str(trials), "--questions", "30", "--seed", str(seed),
                     "--sim-faults", DROP, "--ray-address", "none", "--storage", str(db),
                     "--study", "s", "--workdir", str(tmp / "runs"),
-                    *(["--final-questions", str(final)] if final else [])],
+                    *(["--final-questions", str(final)] if final is not None else [])],
                    check=True, capture_output=True, cwd=tmp)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    pick = summarize(feasible_best(optuna.load_study(study_name="s",
-                                                     storage=f"sqlite:///{db}")))
-    return "baseline" if pick.role.value == "baseline" else str(pick.config["lm_head"])
+    answer = study_answer(optuna.load_study(study_name="s", storage=f"sqlite:///{db}"))
+    out = []
+    for how in picks:
+        c = answer.choose(how)
+        out.append("baseline" if c.role.value == "baseline" else str(c.config["lm_head"]))
+    return "/".join(out)
+
+
+def _one(args: tuple[int, int, int | None, tuple[str, ...]]) -> str:
+    seed, trials, final, picks = args
+    with tempfile.TemporaryDirectory() as tmp:
+        return simulated_pick(Path(tmp), seed, trials, final, picks)
+
+
+def default_runs(a: argparse.Namespace) -> None:
+    """Every pick of the default sweep (no --final-questions), ``--jobs`` seeds at once."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    picks = ("fastest", "most-accurate", "knee")
+    seeds = list(range(a.first_seed, a.first_seed + a.seeds))
+    from concurrent.futures import as_completed
+
+    got = []
+    with ProcessPoolExecutor(a.jobs) as pool:
+        futures = {pool.submit(_one, (s, a.trials, None, picks)): s for s in seeds}
+        for f in as_completed(futures):         # each seed as it ends
+            got.append(g := f.result())
+            shown = " ".join(f"{p}={x}" for p, x in zip(picks, g.split("/"), strict=True))
+            print(f"default sweep seed {futures[f]}: {shown}", flush=True)
+    carried = sum("fp8" in g.split("/") for g in got)
+    print(f"default sweep (no --final-questions), trials {a.trials}: a pick exports the "
+          f"fp8 family (the 3-point drop) in {carried} of {len(seeds)} seeds", flush=True)
 
 
 def main() -> None:
@@ -63,7 +105,17 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--final-only", action="store_true",
                     help="only the sweeps with a final sample")
+    ap.add_argument("--default", action="store_true",
+                    help="(with --simulator) the default sweep, every --pick")
+    ap.add_argument("--jobs", type=int, default=1, help="seeds at once")
+    ap.add_argument("--gsm8k", type=Path, default=None, help="GSM8K folder")
     a = ap.parse_args()
+    if a.gsm8k is not None:
+        global GSM8K
+        GSM8K = a.gsm8k.resolve()
+    if a.simulator and a.default:
+        default_runs(a)
+        return
     if a.simulator:
         for final in (a.final,) if a.final_only else (None, a.final):
             picks = []
