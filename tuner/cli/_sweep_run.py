@@ -59,6 +59,9 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.trial import workload_vocab
 
     o = dict(ctx.params)
+    for key in ("space_file", "workdir", "sim_profiles"):   # Click may hold them as text
+        if o.get(key) is not None:
+            o[key] = Path(o[key])
     choice = choose_engine(o["engine"], engine_command=o["engine_command"],
                            time_scale=o["time_scale"], noise=o["noise"],
                            sim_seed=o["seed"] or 0, sim_faults=o["sim_faults"],
