@@ -40,15 +40,15 @@ def default_size(gate: Any, questions: int) -> tuple[int | None, str]:
     """The final sample a scored sweep runs when ``--final-questions`` is not given, and the
     sentence that states it. Sized from the gate: the smallest of 200, 400, 800 and 1,319
     questions at which a drop of 3 x ``max_accuracy_drop_pp`` is refused with 80%
-    probability (answers differing on 10% of questions); capped at 10 x the screening
-    ``questions`` so a finals launch takes at most about ten search launches' measuring
-    time (a timed sweep keeps the finals' time for them: :mod:`tuner.sweep._finals`).
+    probability (answers differing on 10% of questions); capped at 5 x the screening
+    ``questions`` (at least 200) so a finals launch measures for at most about five search
+    launches (a timed sweep keeps the finals' time for them: :mod:`tuner.sweep._finals`).
     None when that is not more than the screening sample."""
     from tuner.trial import detectable_drop
 
     target = next((n for n in (200, 400, 800) if (detectable_drop(
         n, 0.10, gate, 0.8) or 100.0) <= 3 * gate.max_accuracy_drop_pp), GSM8K_TEST)
-    size = min(target, max(200, 10 * questions), GSM8K_TEST)
+    size = min(target, max(200, 5 * questions), GSM8K_TEST)
     if size <= questions:
         return None, (f"no final accuracy sample: the screening's {questions} questions are "
                       "as many as the time allows")
