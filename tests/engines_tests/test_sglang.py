@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -248,3 +249,27 @@ def test_plan_says_what_it_turns_on_without_flag_names_downstream() -> None:
     base = ENGINE.plan(SPACE, ENGINE.resolve(SPACE, {}))
     assert spec.speculative and not base.speculative
     assert not base.metrics
+
+
+def test_launch_sh_names_the_measuring_environment_and_lets_it_be_replaced(
+        tmp_path: Path) -> None:
+    """launch.sh once hard-coded the absolute interpreter of the venv that measured it."""
+    import subprocess
+
+    plan = ENGINE.plan(SPACE, ENGINE.resolve(SPACE, {}))
+    venv = ENGINE.profile_files(plan, entry=["/opt/venv/bin/python3", "-m", "sglang.launch"],
+                                model_path="m", header="h")["launch.sh"]
+    assert '"${ENGINE:-/opt/venv/bin/python3}" -m sglang.launch' in venv
+    assert "# The engine ran as /opt/venv/bin/python3" in venv
+    plain = ENGINE.profile_files(plan, entry=["sglang", "serve"], model_path="m",
+                                 header="h")["launch.sh"]
+    assert "ENGINE" not in plain and "exec sglang serve" in plain
+    odd = ENGINE.profile_files(plan, entry=["/opt/my venv/$x/python3"], model_path="m",
+                               header="h")["launch.sh"]
+    assert "ENGINE" not in odd and "exec '/opt/my venv/$x/python3'" in odd
+    script = tmp_path / "launch.sh"                   # what bash would exec, with ENGINE set
+    script.write_text(venv.replace("exec ", "echo ").replace(
+        'set -a; . "$here/sglang.env"; set +a\n', ""))
+    out = subprocess.run(["bash", str(script)], env={"ENGINE": "python3", "PATH": "/usr/bin"},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("python3 -m sglang.launch --model-path m")

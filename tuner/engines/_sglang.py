@@ -262,15 +262,20 @@ class SGLangEngine(Engine):
         env = "# environment of the measured launch\n" + "".join(f"{x}\n" for x in env_lines)
         cmd = [*entry, "--model-path", model_path, *self.config_refused_args(plan.argv)]
         comment = " ".join(header.split())          # one line, whatever the study is named
+        program, where = shlex.quote(cmd[0]), ""
+        if re.fullmatch(r"/[\w./+-]+", cmd[0]):   # a program of the venv that measured it
+            program = f'"${{ENGINE:-{cmd[0]}}}"'
+            where = (f"# The engine ran as {cmd[0]} (the environment that measured it); set "
+                     "ENGINE to the same\n# program elsewhere (e.g. ENGINE=python3).\n")
         launch = (
             "#!/usr/bin/env bash\n"
             f"# {comment}\n"
             "# HOST/PORT pick the address; extra arguments (e.g. --api-key KEY) pass "
-            "through.\n"
+            "through.\n" + where +
             "set -euo pipefail\n"
             'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
             'set -a; . "$here/sglang.env"; set +a\n'
-            f"exec {shlex.join(cmd)} --config \"$here/sglang.yaml\" "
+            f"exec {program} {shlex.join(cmd[1:])} --config \"$here/sglang.yaml\" "
             '--host "${HOST:-127.0.0.1}" --port "${PORT:-30000}" "$@"\n')
         return {"sglang.yaml": config, "sglang.env": env, "launch.sh": launch}
 
