@@ -240,7 +240,7 @@ def _html_tables(tables: dict[str, pd.DataFrame]) -> str:
     return "".join(
         f"<h2>{html.escape(title)}</h2>" + df.to_html(index=False, na_rep="-", escape=True,
                                                        float_format=fmt)
-        for title, df in tables.items())
+        for title, df in tables.items() if not df.empty)     # no empty table, no heading
 
 
 def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
