@@ -68,3 +68,8 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                    for c in text)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 configuration``, ``3 configurations`` (``plural``: when not ``noun + "s"``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

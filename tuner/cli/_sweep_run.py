@@ -146,7 +146,10 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
                   "run the same command to resume")
         raise typer.Exit(130) from None
     if driver.nothing_to_do:
-        out.print(f"study {name!r} already holds {driver.sweep.counted()} launches "
+        from tuner.errors import counted
+
+        held = counted(driver.sweep.counted(), "launch", "launches")
+        out.print(f"study {name!r} already holds {held} "
                   f"(--trials {driver.s.trials}): nothing to run, nothing changed; raise "
                   "--trials to go on. Its answer:")
     print_front(out, study_obj, simulated=choice.simulated)

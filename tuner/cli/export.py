@@ -105,11 +105,13 @@ def _say_pick(result: Any, chosen: Any, pick: str) -> None:
 
 def _say_ties_and_capacity(st: Any, answer: Any, chosen: Any, larger: Any) -> None:
     from tuner.cli._common import console
+    from tuner.errors import counted
     from tuner.study import summarize
 
     ties = [t.number for t in answer.ties] if chosen.is_pick else []
     if ties:
-        console().print(f"tie: {len(ties)} other re-measured configuration(s) within the "
+        console().print(f"tie: {counted(len(ties), 'other re-measured configuration')} "
+                        "within the "
                         f"pick's interval ({', '.join(f'#{n}' for n in ties[:8])}): the "
                         "data cannot say which is faster; `tuner report` lists them")
     if larger is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from tuner.errors import counted
 from tuner.space import Gate
 from tuner.study import Role
 from tuner.study import TrialSummary
@@ -42,7 +43,8 @@ class Stage:
         power = (f"a true drop of {self.detectable_pp:.1f} pp is refused with "
                  f"{POWER:.0%} probability" if self.detectable_pp is not None else
                  f"no drop is refused with {POWER:.0%} probability")
-        return (f"{self.name}: {self.configurations} configuration(s) on {self.questions} "
+        return (f"{self.name}: {counted(self.configurations, 'configuration')} on "
+                f"{self.questions} "
                 f"paired questions, {self.refused} refused; answers differing on "
                 f"{self.discordance:.1%} of questions (median), {power} (the gate: drop > "
                 f"{gate.max_accuracy_drop_pp:g} pp and one-sided McNemar p < "

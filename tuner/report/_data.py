@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.errors import clip
+from tuner.errors import counted
 from tuner.report._accuracy import AccuracyGate
 from tuner.report._accuracy import accuracy_gate
 from tuner.space import value_key
@@ -76,8 +77,7 @@ class StudyData:
         if counts.get("feasible"):
             parts[0] += (f" ({confirmed} confirmed by the finals)" if confirmed else
                          " (none re-measured: each is 1 launch, unconfirmed)")
-        noun = "configuration" if total == 1 else "configurations"
-        return f"{total} {noun}" + (": " + ", ".join(parts) if parts else "")
+        return counted(total, "configuration") + (": " + ", ".join(parts) if parts else "")
 
     def pick(self) -> pd.DataFrame:
         """The pick's row (empty before there is one)."""

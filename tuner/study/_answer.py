@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from tuner.errors import counted
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import estimates
 from tuner.study._pooled import final_verdicts
@@ -145,8 +146,9 @@ class Answer:
         if self.pick is None or self.pick.on_front or not faster:
             return None
         shown = ", ".join(f"#{c.number}" for c in faster[:6])
-        return (f"the pick #{self.pick.number} is not on the front: {len(faster)} "
-                f"configuration(s) measured once read faster ({shown}; 1 launch, "
+        return (f"the pick #{self.pick.number} is not on the front: "
+                f"{counted(len(faster), 'configuration')} measured once read faster "
+                f"({shown}; 1 launch, "
                 "unconfirmed: a single reading is the luckiest of its draws); the finals "
                 "confirmed the pick. More --trials let the finals launch them again")
 

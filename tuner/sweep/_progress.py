@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from tuner.errors import clip
+from tuner.errors import counted
 from tuner.study import Role
 from tuner.study import SweepStudy
 from tuner.trial import TrialResult
@@ -71,7 +72,8 @@ def resuming(sweep: SweepStudy, trials: int | None) -> str:
     pick = sweep.answer().pick
     where = (f"; the pick so far #{pick.number} {pick.tpot_ms:.2f} ms"
              if pick is not None and pick.tpot_ms else "")
-    return f"resuming study {sweep.study.study_name!r}: {done} launches done{left}{where}"
+    return (f"resuming study {sweep.study.study_name!r}: {counted(done, 'launch', 'launches')} "
+            f"done{left}{where}")
 
 
 def told(n: int, result: TrialResult, state: str) -> str:
