@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -70,6 +72,32 @@ def split_command(text: str | None) -> list[str] | None:
     return parts
 
 
+@contextlib.contextmanager
+def writing(option: str, path: Path | str) -> Iterator[None]:
+    """Writes to a path the user named: a folder where a file goes, an unwritable place or
+    a full disk is one line naming the option, exit 2, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot write there "
+                        f"({exc.strerror or exc.__class__.__name__})") from None
+
+
+def finite(value: float | None) -> float | None:
+    """An option callback: a number, not NaN (Click's ranges let NaN through)."""
+    import math
+
+    import typer
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+#: GSM8K's test split: the most questions a GSM8K workload can measure
+GSM8K_QUESTIONS = 1319
+
+
 def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | None = None,
                   **updates: Any) -> Any:
     """The space's workload with the command line's changes: ``kind`` (``--workload``),
@@ -92,10 +120,14 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
     elif changes.get("kind") == "mix" and not space.spec.workload.mix:
         raise UserError("--workload mix needs --mix, e.g. --mix code=0.6,chat=0.4")
     try:
-        return Workload.model_validate({**space.spec.workload.model_dump(), **changes})
+        wl = Workload.model_validate({**space.spec.workload.model_dump(), **changes})
     except ValidationError as exc:
         err = exc.errors()[0]
         raise UserError(f"workload: {err['msg'].removeprefix('Value error, ')}") from None
+    if wl.kind == "gsm8k" and wl.questions > GSM8K_QUESTIONS:   # never clamped in silence
+        raise UserError(f"--questions {wl.questions}: GSM8K's test split has "
+                        f"{GSM8K_QUESTIONS:,} questions")
+    return wl
 
 
 def parse_mix(text: str) -> dict[str, float]:

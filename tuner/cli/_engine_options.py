@@ -20,8 +20,9 @@ TIME_SCALE = typer.Option(100.0, min=0.001, max=100000.0,
                           help="simulator: machine seconds per wall second")
 NOISE = typer.Option(0.02, min=0.0, max=1.0, help="simulator: per-step timing jitter (sigma)")
 SIM_FAULTS = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON")
-SIM_PROFILES = typer.Option(None, help="simulator: extra profile folder (a twin calibrated "
-                            "by tuner probe)")
+SIM_PROFILES = typer.Option(None, exists=True, file_okay=False,
+                            help="simulator: extra profile folder (a twin calibrated by "
+                            "tuner probe)")
 
 
 @dataclass

@@ -69,7 +69,6 @@ def run_sweep(ctx: typer.Context) -> None:
     space = load_checked_space(o["space_file"], choice.engine)
     trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
     name = o["study"] or space.name
-    location = locate(o["storage"], name, o["artifacts"])
     wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
                        max_tokens=o["max_tokens"])
     if o["search_questions"] is not None and o["search_questions"] > wl.questions:
@@ -88,6 +87,7 @@ def run_sweep(ctx: typer.Context) -> None:
     opts = TrialOptions(workdir=o["workdir"] / slug(name), workload=wl, gsm8k=o["gsm8k"],
                         startup_timeout_s=startup, capabilities=caps, api_key=o["api_key"])
     opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
+    location = locate(o["storage"], name, o["artifacts"])   # after every input is checked
     deadline = o["trial_timeout"] or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials,
                              hours=o["hours"], sampler=o["sampler"], seed=o["seed"],

@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from tuner.cli._common import finite
+
 
 def export(
     study: str = typer.Argument(..., help="study name (the sweep printed it)"),
@@ -16,11 +18,13 @@ def export(
     storage: str = typer.Option(None, help="Optuna storage URL or journal file (default "
                                 "trials/<study>.db)"),
     artifacts: str = typer.Option(None, help="artifact folder (default: next to the study)"),
-    tpot_tolerance: float = typer.Option(0.15, help="how much slower than measured a "
-                                         "verify probe may be"),
+    tpot_tolerance: float = typer.Option(0.15, min=0.0, max=10.0, callback=finite,
+                                         help="how much slower than measured a verify "
+                                         "probe may be (0.15: 15%)"),
 ) -> None:
     """Write sglang.yaml, sglang.env, launch.sh and profile.yaml for one trial."""
     from tuner.cli._common import console
+    from tuner.cli._common import writing
     from tuner.engines import make_engine
     from tuner.errors import UserError
     from tuner.export import result_of
@@ -65,11 +69,12 @@ def export(
         vocab = vocab_size(model_path, declared)
     except UserError:
         vocab = None
-    files = write_profile(folder, engine, command, model_path, result,
-                          trial_number=trial.number, study_name=study,
-                          storage_url=redact_url(loc.storage_url), baseline=baseline,
-                          gate_floor=floor, tpot_tolerance=tpot_tolerance, vocab_size=vocab,
-                          estimate=chosen.estimate)
+    with writing("--out", folder):
+        files = write_profile(folder, engine, command, model_path, result,
+                              trial_number=trial.number, study_name=study,
+                              storage_url=redact_url(loc.storage_url), baseline=baseline,
+                              gate_floor=floor, tpot_tolerance=tpot_tolerance,
+                              vocab_size=vocab, estimate=chosen.estimate)
     _say_pick(result, chosen, pick)
     _say_ties_and_capacity(st, answer, chosen, larger)
     c = console()

@@ -16,7 +16,7 @@ def plan(
                                        "'python -m sglang.launch_server' (default: the "
                                        "space's, normally 'sglang serve')"),
     host: str = typer.Option("127.0.0.1", help="address the server binds"),
-    port: int = typer.Option(30000, help="port the server listens on"),
+    port: int = typer.Option(30000, min=1, max=65535, help="port the server listens on"),
     json_: bool = typer.Option(False, "--json", help="print the LaunchPlan as JSON"),
 ) -> None:
     """Print the canonical configuration, argv and env exactly as they would be launched."""

@@ -20,6 +20,7 @@ def report(
     import json
 
     from tuner.cli._common import console
+    from tuner.cli._common import writing
     from tuner.report import collect
     from tuner.report import front_table
     from tuner.report import leaderboard
@@ -32,7 +33,8 @@ def report(
     board = leaderboard(data, top)
     if csv is not None:
         cols = [c for c in data.trials.columns if c != "config"]
-        data.trials[cols].to_csv(csv, index=False)
+        with writing("--csv", csv):
+            data.trials[cols].to_csv(csv, index=False)
     if html is not None:
         from tuner.report import display_table
         from tuner.report import final_table
@@ -44,7 +46,9 @@ def report(
                   "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
         if data.accuracy is not None and data.accuracy.final_rows:
             tables["Final accuracy sample"] = final_table(data.accuracy)
-        html.write_text(render(data, tables))
+        page = render(data, tables)
+        with writing("--html", html):
+            html.write_text(page)
     if json_:
         from tuner.report import as_dict
         from tuner.report import pick_row

@@ -44,7 +44,7 @@ def sweep(
     sampler: str = typer.Option("tpe", help="tpe (multivariate, grouped), tpe-independent, "
                                 "nsga2, gp (needs torch), random, grid; each after the "
                                 "search plan's screens (docs/sweep.md)"),
-    seed: int = typer.Option(None, help="sampler seed"),
+    seed: int = typer.Option(None, min=0, help="sampler seed"),
     ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
                                     "or host:port joins a cluster; 'none': no Ray, trials "
                                     "in local processes"),

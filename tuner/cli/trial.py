@@ -26,7 +26,7 @@ def trial(
     questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
     concurrency: int = typer.Option(None, min=1, help="requests in flight (default 1)"),
-    seed: int = typer.Option(None, help="workload seed"),
+    seed: int = typer.Option(None, min=0, help="workload seed"),
     baseline: Path = typer.Option(None, help="a baseline TrialResult JSON: gate the accuracy "
                                   "drop against its per-question results"),
     startup_timeout: float = typer.Option(None, min=1.0, help="seconds to wait for readiness "
@@ -82,11 +82,14 @@ def trial(
     if choice.note and not json_:
         typer.echo(choice.note, err=True)
     result = run_trial(space, choice.engine, config, opts)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.model_dump_json(indent=2))
     if json_:
         typer.echo(result.model_dump_json(indent=2))
     else:
         print_result(result)
+    if out is not None:               # after the result is shown: a bad --out loses nothing
+        from tuner.cli._common import writing
+
+        with writing("--out", out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(result.model_dump_json(indent=2))
     raise typer.Exit(0 if result.feasible else 1)

@@ -84,7 +84,8 @@ class SweepStudy:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
-        make_artifact_dir(location)
+        if not location.artifacts.parent.is_dir():     # checked now, created by claim()
+            make_artifact_dir(location)
         #: what was repaired before the study was opened (a torn journal record), or None
         self.repair_note = (repair_torn_journal(location.journal) if location.journal
                             else None)
@@ -182,6 +183,7 @@ class SweepStudy:
         keeps what it recorded at creation (its options: :meth:`note_options`)."""
         self.check_identity()
         self.lock.acquire(break_lock=break_lock)
+        make_artifact_dir(self.location)     # a refused driver leaves no empty folder
         if self.study.metric_names is None:
             self.study.set_metric_names(list(OBJECTIVES[: self.n_objectives]))
         for key, attr in CONTEXT_KEYS.items():

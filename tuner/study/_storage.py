@@ -167,10 +167,16 @@ def repair_torn_journal(path: Path) -> str | None:
 
 
 def make_artifact_dir(location: StudyLocation) -> None:
+    """Create the artifact folder; its parent must exist (a mistyped path such as
+    ``sqlite:////missing/s.db`` once created ``/missing``)."""
+    folder = location.artifacts
+    if not folder.parent.is_dir():
+        raise UserError(f"--artifacts {folder}: its folder {folder.parent} does not exist "
+                        "(create it, or pass --storage/--artifacts in a folder that does)")
     try:
-        location.artifacts.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError as exc:
-        raise UserError(f"--artifacts {location.artifacts}: cannot create it "
+        raise UserError(f"--artifacts {folder}: cannot create it "
                         f"({exc.strerror or exc.__class__.__name__})") from None
 
 
