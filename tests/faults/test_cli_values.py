@@ -70,3 +70,27 @@ def test_reads_and_writes_of_a_study_fail_in_one_line(study: Path, tmp_path: Pat
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_baseline_never_measured_fails_the_sweep(tmp_path: Path) -> None:
+    """--trials 1 and a start-up that fails (retried once as flaky, the retry left queued):
+    once exit 0 with an empty front."""
+    r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+               "--sim-faults", '[{"kind": "crash_at_start"}]')
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "baseline" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--sim-faults", "[{kind: oom}"], "--sim-faults: not JSON"),
+    (["--sim-faults", '{"kind": "oom_at_start"}'], "--sim-faults: expected a JSON list"),
+    (["--workdir", "FILE"], "--workdir"),
+])
+def test_inputs_that_would_fail_every_launch_are_refused_first(
+        tmp_path: Path, extra: list[str], says: str) -> None:
+    (tmp_path / "FILE").write_text("x")
+    extra = [str(tmp_path / "FILE") if x == "FILE" else x for x in extra]
+    r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+               *extra)
+    assert r.returncode == 2 and says in r.stderr, (r.stdout, r.stderr)
+    assert not (tmp_path / "s.db").exists()

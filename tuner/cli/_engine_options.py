@@ -54,6 +54,25 @@ def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
     return caps
 
 
+def check_faults(text: str) -> str:
+    """``--sim-faults``: a JSON list of objects with a ``kind`` (the simulator checks the
+    rest); a malformed one is a usage error now, not a baseline that fails to start."""
+    import json
+
+    from tuner.errors import UserError
+
+    try:
+        faults = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"--sim-faults: not JSON ({exc.msg} at character {exc.pos})"
+                        ) from None
+    if not isinstance(faults, list) or not all(
+            isinstance(f, dict) and isinstance(f.get("kind"), str) for f in faults):
+        raise UserError('--sim-faults: expected a JSON list of objects with a "kind", e.g. '
+                        '[{"kind": "oom_at_start"}]')
+    return text
+
+
 def choose_engine(name: str, *, engine_command: str | None, time_scale: float, noise: float,
                   sim_seed: int, sim_faults: str | None, gsm8k: str | None,
                   sim_profiles: Path | None = None) -> EngineChoice:
@@ -77,7 +96,7 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
             folder = Path("trials/.cache/gsm8k") if gsm8k == "online" else Path(gsm8k)
             env["TUNER_SIM_GSM8K"] = str(folder.resolve())
         if sim_faults:
-            env["TUNER_SIM_FAULTS"] = sim_faults
+            env["TUNER_SIM_FAULTS"] = check_faults(sim_faults)
         if sim_profiles is not None:
             env["TUNER_SIM_PROFILE_DIR"] = str(Path(sim_profiles).resolve())
         return EngineChoice(make_engine(name, sim_env=env), True, time_scale, note)

@@ -40,6 +40,19 @@ def check_gsm8k(ctx: typer.Context, gsm8k: str | None) -> None:
         raise UserError(f"{exc}{origin(ctx, 'gsm8k')}") from None
 
 
+def check_workdir(folder: Path) -> None:
+    """The server logs' folder can be written (else every launch would fail the same way,
+    the baseline first)."""
+    import tempfile
+
+    from tuner.cli._common import writing
+
+    with writing("--workdir", folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+
+
 def run_sweep(ctx: typer.Context) -> None:
     """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
     import sys
@@ -84,6 +97,7 @@ def run_sweep(ctx: typer.Context) -> None:
         final_q, final_note = default_final_size(space.spec.gate, wl.questions)
     caps = engine_capabilities(choice, space) if o["check_engine"] else None
     startup = o["startup_timeout"] or choice.default_startup_timeout()
+    check_workdir(o["workdir"] / slug(name))
     opts = TrialOptions(workdir=o["workdir"] / slug(name), workload=wl, gsm8k=o["gsm8k"],
                         startup_timeout_s=startup, capabilities=caps, api_key=o["api_key"])
     opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial

@@ -19,6 +19,7 @@ from tuner.errors import UserError
 from tuner.errors import clip
 from tuner.space import SearchSpace
 from tuner.study import Proposal
+from tuner.study import Role
 from tuner.study import StudyContext
 from tuner.study import SweepStudy
 from tuner.study import TrialSummary
@@ -88,6 +89,16 @@ class Driver:
                 f"the baseline (trial #{t.number}) failed: {t.reason}: "
                 f"{clip(t.message, 300)}. Every speed-up and accuracy drop "
                 "is relative to it: fix the space or the machine, then run again")
+
+    def _baseline_unmeasured(self) -> None:
+        """The budget ended before the baseline was measured (a failed start-up whose retry
+        is still queued): a failure of the sweep (exit 1), never an empty success."""
+        runs = [t for t in self.sweep.trials() if t.role == Role.BASELINE and t.state == "FAIL"]
+        why = (f": its last launch (#{runs[-1].number}) failed: {runs[-1].reason}: "
+               f"{clip(runs[-1].message, 300)}" if runs else "")
+        raise FatalSweepError(
+            f"the budget ended before the baseline was measured{why}. Its retry is queued: "
+            "fix what failed, then run again (with more --trials)")
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Any:
@@ -164,6 +175,7 @@ class Driver:
             if not runner.inflight and not self.pending:
                 if baseline is None:
                     self._check_baseline_alive()
+                    self._baseline_unmeasured()
                 return
             for outcome in runner.poll(timeout=0.5):
                 self._record(outcome)
