@@ -128,3 +128,27 @@ def test_a_read_only_sqlite_file_is_one_line_at_start(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
     assert "attempt to write a readonly database" in proc.stderr, proc.stderr
+
+
+def test_a_full_disk_at_the_start_is_one_line(tmp_path: Path) -> None:
+    """The first write (the driver lock) fails: the file may not grow past 4 KiB
+    (RLIMIT_FSIZE, SIGXFSZ ignored: what a full disk answers). Once a 129-line traceback:
+    the claim ran outside the storage-error handler."""
+    import resource
+    import signal
+
+    db = tmp_path / "s.db"
+    optuna.create_study(study_name=STUDY, storage=f"sqlite:///{db}",
+                        directions=["minimize", "maximize"])
+    before = db.read_bytes()
+
+    def full() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run(_argv(str(db), tmp_path), capture_output=True, text=True,
+                          timeout=300, preexec_fn=full)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "the study's storage failed at the start" in proc.stderr, proc.stderr
+    assert db.read_bytes() == before                 # nothing half-written

@@ -102,11 +102,17 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Any:
-        self.sweep.check_identity()
-        if self.sweep.budget_spent(self.s.trials):
-            self.nothing_to_do = True       # nothing runs, nothing is written
-            return self.study
-        self.sweep.claim(break_lock=self.s.break_lock)
+        try:
+            self.sweep.check_identity()
+            if self.sweep.budget_spent(self.s.trials):
+                self.nothing_to_do = True       # nothing runs, nothing is written
+                return self.study
+            self.sweep.claim(break_lock=self.s.break_lock)
+        except Exception as exc:                # a full disk, a read-only database...
+            if not is_storage_error(exc):
+                raise
+            raise FatalSweepError(f"the study's storage failed at the start "
+                                  f"({storage_problem(exc)}): nothing was run") from None
         runner = None
         try:
             if self.sweep.repair_note:
