@@ -152,3 +152,29 @@ def test_a_full_disk_at_the_start_is_one_line(tmp_path: Path) -> None:
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
     assert "the study's storage failed at the start" in proc.stderr, proc.stderr
     assert db.read_bytes() == before                 # nothing half-written
+
+
+def test_a_database_deleted_mid_run_is_said_and_never_silently_recreated(
+        tmp_path: Path) -> None:
+    """Once: "nothing recorded is lost" for a deleted database, then the same command began
+    an empty study and measured the baseline again."""
+    db = tmp_path / "s.db"
+    argv = _argv(str(db), tmp_path)
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and first.poll() is None:     # the baseline is recorded
+        time.sleep(0.2)
+        try:
+            study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{db}")
+        except KeyError:
+            continue
+        if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
+            break
+    db.unlink()
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 1, out + err
+    assert "was deleted or moved while the sweep ran" in err and "Traceback" not in err, err
+    assert "nothing recorded is lost" not in err
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert "no study database at" in again.stderr and not db.exists()

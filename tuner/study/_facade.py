@@ -84,6 +84,7 @@ class SweepStudy:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
+        location.check_not_lost()
         if not location.artifacts.parent.is_dir():     # checked now, created by claim()
             make_artifact_dir(location)
         #: what was repaired before the study was opened (a torn journal record), or None

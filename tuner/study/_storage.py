@@ -26,6 +26,29 @@ class StudyLocation:
     artifacts: Path
     journal: Path | None = None
 
+    @property
+    def file(self) -> Path | None:
+        """The study's file (an SQLite database or a journal), None for a server."""
+        if self.journal is not None:
+            return self.journal
+        if self.storage_url.startswith("sqlite:///"):
+            return Path(self.storage_url[len("sqlite:///"):].split("?", 1)[0])
+        return None
+
+    def missing_file(self) -> bool:
+        """The study's file is gone (deleted or moved) though it is named."""
+        return self.file is not None and not self.file.exists()
+
+    def check_not_lost(self) -> None:
+        """Refuse to start a study afresh where an earlier one's file is gone but its
+        artifacts remain: a deleted or moved database is never silently recreated."""
+        art = self.artifacts
+        if self.missing_file() and art.is_dir() and any(art.iterdir()):
+            raise UserError(
+                f"no study database at {self.file}, but {art} holds the artifacts of "
+                "earlier launches: the database was moved or deleted. Pass --storage where "
+                f"it is now, or move {art} away to start a new study there")
+
     def storage(self) -> Any:
         if self.journal is not None:
             from optuna.storages import JournalStorage

@@ -142,6 +142,12 @@ class Driver:
             if runner is not None:               # nothing can be recorded: stop, clean up
                 for number in list(runner.inflight):
                     runner.cancel(number)
+            loc = self.s.location
+            if loc.missing_file():                # deleted under the sweep: say so
+                raise FatalSweepError(
+                    f"the study's file {loc.file} was deleted or moved while the sweep ran "
+                    f"({storage_problem(exc)}); the trials in flight were stopped. What it "
+                    "recorded went with it: put it back to resume") from None
             raise FatalSweepError(
                 f"the study's storage failed mid-run ({storage_problem(exc)}); the trials in "
                 "flight were stopped and nothing recorded is lost: fix the storage, then run "
