@@ -99,9 +99,11 @@ def young_server(after: float, younger_than: float, mark: str) -> bool:
     return False
 
 
-def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: str) -> None:
-    """SIGKILL ``driver`` while a trial after the first completed one is surely mid-run: its
-    server (started after a trial completed) is younger than half SLOW_START's 4 s."""
+def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: str,
+                              sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` (SIGKILL) to ``driver`` while a trial after the first completed one is
+    surely mid-run: its server (started after a trial completed) is younger than half
+    SLOW_START's 4 s."""
     deadline = time.time() + 300
     done_at = None
     while time.time() < deadline and driver.poll() is None:
@@ -114,8 +116,8 @@ def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: st
             if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
                 done_at = time.time()
         elif young_server(done_at, 2.0, mark):
-            driver.send_signal(signal.SIGKILL)
-            driver.wait()
+            driver.send_signal(sig)
+            driver.wait(timeout=120)
             return
     driver.kill()
     raise AssertionError(f"no trial to interrupt (driver exit {driver.wait()}):\n"
@@ -158,6 +160,35 @@ def test_sigkill_then_resume_loses_nothing_and_runs_nothing_twice(tmp_path: Path
     assert len(counted) == 6                # the budget (measured configurations), both runs
     time.sleep(2)
     assert leftovers(t0, mark) == []
+
+
+@pytest.mark.parametrize("runner", [[], ["--ray-address", "none"]], ids=["ray", "local"])
+def test_sigterm_is_a_graceful_stop_and_the_resume_loses_nothing(tmp_path: Path,
+                                                                 runner: list[str]) -> None:
+    """SIGTERM was a crash: on Ray it ended in SIGABRT with C++ stack lines. Now it is
+    Ctrl-C's stop: exit 143, the trial in flight FAIL (recovered) and queued again, nothing
+    left running, the resume completes the budget."""
+    t0, mark = time.time(), new_mark()
+    argv = sweep_argv(tmp_path, *runner, "--sim-faults", SLOW_START, trials=6)
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True,
+                             env=marked_env(mark))
+    kill_during_a_later_trial(tmp_path, first, mark, signal.SIGTERM)
+    text = (tmp_path / "first.log").read_text()
+    assert first.returncode == 143, text[-3000:]
+    assert "stopped (SIGTERM)" in text and "Traceback" not in text, text[-3000:]
+    states = [t.state for t in load(tmp_path).get_trials()]
+    assert optuna.trial.TrialState.RUNNING not in states          # nothing left as a crash
+    assert optuna.trial.TrialState.WAITING in states              # queued again
+    time.sleep(5)
+    assert leftovers(t0, mark) == []
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                          env=marked_env(mark))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = load(tmp_path).get_trials()
+    counted = [t for t in after if t.user_attrs.get(ROLE) in ("baseline", "trial")
+               and not t.user_attrs.get("recovered") and t.state.is_finished()]
+    assert len(counted) == 6
 
 
 def test_second_driver_is_refused(tmp_path: Path) -> None:

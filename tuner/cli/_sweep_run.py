@@ -155,10 +155,13 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
     try:
         with display:
             study_obj = driver.run()
-    except KeyboardInterrupt:
-        out.print("[yellow]interrupted[/]: in-flight trials were stopped and queued again; "
-                  "run the same command to resume")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        from tuner.sweep import terminated
+
+        term = terminated(exc)
+        out.print(f"[yellow]{'stopped (SIGTERM)' if term else 'interrupted'}[/]: in-flight "
+                  "trials were stopped and queued again; run the same command to resume")
+        raise typer.Exit(143 if term else 130) from None
     if driver.nothing_to_do:
         from tuner.errors import counted
 

@@ -68,6 +68,7 @@ def main() -> None:
     except UserError as exc:
         print(f"error: {printable(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:       # Ctrl-C, or SIGTERM in a sweep (tuner.sweep)
+        term = type(exc).__name__ == "Terminated"
+        print("stopped (SIGTERM)" if term else "interrupted", file=sys.stderr)
+        sys.exit(143 if term else 130)

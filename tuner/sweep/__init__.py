@@ -12,6 +12,7 @@ from tuner.sweep._progress import Progress
 from tuner.sweep._ray import RayRunner
 from tuner.sweep._ray import check_address
 from tuner.sweep._settings import SweepSettings
+from tuner.sweep._signals import terminated
 
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
            "TrialRunner",
            "check_address",
            "default_final_size",
+           "terminated",
 ]

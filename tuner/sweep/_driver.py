@@ -34,6 +34,8 @@ from tuner.sweep._progress import Progress
 from tuner.sweep._progress import resuming
 from tuner.sweep._progress import told
 from tuner.sweep._settings import SweepSettings
+from tuner.sweep._signals import stop_on_sigterm
+from tuner.sweep._signals import terminated
 from tuner.trial import TrialOptions
 from tuner.trial import TrialResult
 from tuner.workloads import KINDS
@@ -102,6 +104,7 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Any:
+        stop_on_sigterm()
         try:
             self.sweep.check_identity()
             if self.sweep.budget_spent(self.s.trials):
@@ -126,15 +129,17 @@ class Driver:
             self.on_progress(self.progress)
             self.sweep.enqueue_baseline()
             runner = self.runner_factory()
+            stop_on_sigterm()                  # again: Ray installs handlers of its own
             owner = getattr(runner, "node_id", None)
             if owner:
                 self.options.server_env = {**self.options.server_env, OWNER_ENV: owner}
             self.lock.extra = {"ray_session": getattr(runner, "session_dir", None)}
             self.lock.renew(force=True)
             self._loop(runner)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             if runner is not None:
-                self._cancel_all(runner, "interrupted (Ctrl-C)")
+                self._cancel_all(runner, "stopped (SIGTERM)" if terminated(exc)
+                                 else "interrupted (Ctrl-C)")
             raise
         except Exception as exc:
             if not is_storage_error(exc):

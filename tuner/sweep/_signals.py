@@ -1,0 +1,34 @@
+"""SIGTERM stops a sweep as Ctrl-C does: the trials in flight are stopped, their
+configurations queued again, nothing is left running, and the process exits 143 (a service
+manager's stop, a ``kill``, a scheduler's pre-emption are not crashes)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM; handled wherever Ctrl-C is."""
+
+
+_received: list[int] = []
+
+
+def terminated(exc: BaseException | None = None) -> bool:
+    """Whether the stop under way is SIGTERM's (a library between the handler and the
+    caller, Ray's ``wait``, may re-raise it as a plain KeyboardInterrupt)."""
+    return isinstance(exc, Terminated) or bool(_received)
+
+
+def _raise(signum: int, frame: Any) -> None:
+    _received.append(signum)
+    raise Terminated()
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread. Called at the start and
+    again once the runner is up (Ray's ``init`` installs handlers of its own)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise)
