@@ -63,8 +63,10 @@ def test_a_resumed_sweep_counts_the_whole_study_with_model_backed_runner(
     seen: list[Progress] = []
     model_sweep(tmp_path, ModelRunner(seed=2), trials=7, finals_share=0.0,
                 on_progress=lambda p: seen.append(copy.deepcopy(p)))
-    # the first report comes after this run's first launch: 4 earlier + 1, not 1/7
-    assert seen[0].done == 5 and seen[0].done_before == 4 and seen[0].budget == 7
+    # the first report says where the study stands: 4 earlier launches of 7, not 0/7
+    assert seen[0].done == 4 and seen[0].done_before == 4 and seen[0].budget == 7
+    assert seen[0].last.startswith("resuming study 's': 4 launches done, 3 left")
+    assert any(p.done == 5 for p in seen)       # then this run's first launch: 4 + 1
     assert seen[-1].done == 7
     line = status_line(seen[-1], seen[-1].started + 1.0)
     assert "trials 7/7 done" in line

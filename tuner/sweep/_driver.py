@@ -121,6 +121,7 @@ class Driver:
             if self.sweep.repair_note:
                 self.progress.last = self.sweep.repair_note
                 self.on_progress(self.progress)
+            self.progress.refresh(self.sweep, first=True)   # the study's counts so far
             self.progress.last = resuming(self.sweep, self.s.trials)
             recovered = self.sweep.recover()
             if recovered:
@@ -176,7 +177,6 @@ class Driver:
         return self.s.trials is None or self.sweep.counted() + len(self.pending) < self.s.trials
 
     def _loop(self, runner: TrialRunner) -> None:
-        self.progress.refresh(self.sweep, first=True)
         while True:
             self.lock.renew()
             baseline = self.sweep.baseline()
@@ -205,9 +205,9 @@ class Driver:
         return self.engine.canonicalize(self.space, repaired_values), why
 
     def _submit_next(self, runner: TrialRunner, baseline: TrialSummary | None) -> bool:
-        prop = self.policy.next(self.sweep, baseline,
-                                launched=self.sweep.counted() + len(self.pending),
-                                started=self.progress.started)
+        launched = self.sweep.counted() + len(self.pending) if baseline is not None else 0
+        prop = self.policy.next(self.sweep, baseline, launched=launched,   # (no read before
+                                started=self.progress.started)             # the baseline)
         if prop is None:
             return False             # the confirmations wait for the baseline's final run
         if prop.kind == "invalid":
