@@ -148,3 +148,11 @@ class RayRunner(TrialRunner):
             self.cancel(key)
         if self._ray.is_initialized():
             self._ray.shutdown()
+        if self._reaper is not None:   # a clean exit: sweep what Ray left, stop the watcher
+            from tuner.sweep import _reaper
+
+            if self.node_id:
+                _reaper.kill_node(self.node_id)
+            self._reaper.kill()        # it waited for this process to end (up to 30 s)
+            self._reaper.wait(timeout=5)
+            self._reaper = None
