@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -100,7 +101,7 @@ def young_server(after: float, younger_than: float, mark: str) -> bool:
 
 
 def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: str,
-                              sig: int = signal.SIGKILL) -> None:
+                              sig: int = signal.SIGKILL, times: int = 1) -> None:
     """Send ``sig`` (SIGKILL) to ``driver`` while a trial after the first completed one is
     surely mid-run: its server (started after a trial completed) is younger than half
     SLOW_START's 4 s."""
@@ -116,7 +117,13 @@ def kill_during_a_later_trial(tmp: Path, driver: subprocess.Popen[str], mark: st
             if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
                 done_at = time.time()
         elif young_server(done_at, 2.0, mark):
-            driver.send_signal(sig)
+            for i in range(times):       # a terminal's Ctrl-C reaches the process group
+                if i:
+                    time.sleep(0.3)
+                if times > 1:
+                    os.killpg(driver.pid, sig)
+                else:
+                    driver.send_signal(sig)
             driver.wait(timeout=120)
             return
     driver.kill()
@@ -189,6 +196,22 @@ def test_sigterm_is_a_graceful_stop_and_the_resume_loses_nothing(tmp_path: Path,
     counted = [t for t in after if t.user_attrs.get(ROLE) in ("baseline", "trial")
                and not t.user_attrs.get("recovered") and t.state.is_finished()]
     assert len(counted) == 6
+
+
+def test_a_double_ctrl_c_on_the_local_runner_is_one_clean_stop(tmp_path: Path) -> None:
+    """Ctrl-C twice at a terminal (SIGINT to the whole process group): once a stray
+    "Process SpawnProcess-2:" traceback from the trial's child process."""
+    t0, mark = time.time(), new_mark()
+    argv = sweep_argv(tmp_path, "--ray-address", "none", "--sim-faults", SLOW_START, trials=6)
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True,
+                             env=marked_env(mark), start_new_session=True)
+    kill_during_a_later_trial(tmp_path, first, mark, signal.SIGINT, times=2)
+    text = (tmp_path / "first.log").read_text()
+    assert first.returncode == 130, text[-3000:]
+    assert "SpawnProcess" not in text and "Traceback" not in text, text[-3000:]
+    time.sleep(5)
+    assert leftovers(t0, mark) == []
 
 
 def test_second_driver_is_refused(tmp_path: Path) -> None:

@@ -156,8 +156,12 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
         with display:
             study_obj = driver.run()
     except KeyboardInterrupt as exc:
+        import signal
+
         from tuner.sweep import terminated
 
+        for sig in (signal.SIGINT, signal.SIGTERM):   # stopping: another Ctrl-C changes
+            signal.signal(sig, signal.SIG_IGN)        # nothing (it once killed the exit)
         term = terminated(exc)
         out.print(f"[yellow]{'stopped (SIGTERM)' if term else 'interrupted'}[/]: in-flight "
                   "trials were stopped and queued again; run the same command to resume")

@@ -34,6 +34,7 @@ from tuner.sweep._progress import Progress
 from tuner.sweep._progress import resuming
 from tuner.sweep._progress import told
 from tuner.sweep._settings import SweepSettings
+from tuner.sweep._signals import hold_stops
 from tuner.sweep._signals import stop_on_sigterm
 from tuner.sweep._signals import terminated
 from tuner.trial import TrialOptions
@@ -116,7 +117,7 @@ class Driver:
                 raise
             raise FatalSweepError(f"the study's storage failed at the start "
                                   f"({storage_problem(exc)}): nothing was run") from None
-        runner = None
+        runner, restore = None, lambda: None
         try:
             if self.sweep.repair_note:
                 self.progress.last = self.sweep.repair_note
@@ -138,6 +139,7 @@ class Driver:
             self.lock.renew(force=True)
             self._loop(runner)
         except KeyboardInterrupt as exc:
+            restore = hold_stops()                # a second Ctrl-C waits for the clean-up
             if runner is not None:
                 self._cancel_all(runner, "stopped (SIGTERM)" if terminated(exc)
                                  else "interrupted (Ctrl-C)")
@@ -166,6 +168,7 @@ class Driver:
             except Exception as exc:             # the storage is gone: a dead driver's lock
                 if not is_storage_error(exc):    # is taken over on the next start
                     raise
+            restore()
         return self.study
 
     def _budget_left(self) -> bool:

@@ -30,6 +30,12 @@ from tuner.trial import TrialResult
 
 
 def _child(job: TrialJob, conn: Connection) -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the driver stops this job itself, so the
+    # child must not die with a stray "Process SpawnProcess-2:" traceback. A handler, not
+    # SIG_IGN: exec resets it, so the servers this job starts keep the default.
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         conn.send(("result", execute(job)))
     except Exception as exc:  # a bug in the trial code: reported, never silent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 
@@ -32,3 +33,16 @@ def stop_on_sigterm() -> None:
     again once the runner is up (Ray's ``init`` installs handlers of its own)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise)
+
+
+def hold_stops() -> Callable[[], None]:
+    """Ignore SIGINT and SIGTERM while a stop cleans up (a second Ctrl-C once killed the
+    driver mid-clean-up); returns what restores the handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return restore
