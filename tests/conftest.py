@@ -14,6 +14,14 @@ H200 = SPACES / "ling-3.0-flash-h200.yaml"
 GSM8K_DIR = Path(os.environ.get("TUNER_GSM8K_DIR", REPO.parent / "shared" / "data" / "gsm8k"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests read GSM8K from ../shared/data/gsm8k beside the clone, or TUNER_GSM8K_DIR: a
+    clone elsewhere gets one line saying so, not dozens of failures (issue 24)."""
+    if not (GSM8K_DIR / "test.jsonl").is_file():
+        raise pytest.UsageError(f"GSM8K not found at {GSM8K_DIR} (test.jsonl, train.jsonl): "
+                                "set TUNER_GSM8K_DIR to the folder holding them")
+
+
 def tuner_argv(*args: str) -> list[str]:
     """Run the CLI as a user would (a real process), with this interpreter."""
     return [sys.executable, "-m", "tuner", *args]

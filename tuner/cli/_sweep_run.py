@@ -53,16 +53,36 @@ def check_workdir(folder: Path) -> None:
             pass
 
 
+def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
+              ) -> tuple[Any, int | None, str | None]:
+    """The workload of each launch, checked (its data read now), and the final accuracy
+    sample's size with the sentence that states it (None: the user's, or none)."""
+    from tuner.cli._common import workload_with
+    from tuner.errors import UserError
+
+    wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
+                       max_tokens=o["max_tokens"])
+    if o["search_questions"] is not None and o["search_questions"] > wl.questions:
+        raise UserError(f"--search-questions {o['search_questions']} is more than the "
+                        f"{wl.questions} questions of each launch (--questions, or the "
+                        "space's workload.questions)")
+    if wl.kind == "gsm8k" or "math" in wl.shares():
+        check_gsm8k(ctx, o["gsm8k"])
+    if wl.kind == "gsm8k" and o["final_questions"] is None:
+        from tuner.sweep import default_final_size
+
+        return (wl, *default_final_size(space.spec.gate, wl.questions))
+    return wl, o["final_questions"], None
+
+
 def run_sweep(ctx: typer.Context) -> None:
     """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
     import sys
 
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
-    from tuner.cli._common import workload_with
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
-    from tuner.errors import UserError
     from tuner.study import locate
     from tuner.study import slug
     from tuner.sweep import Driver
@@ -82,19 +102,7 @@ def run_sweep(ctx: typer.Context) -> None:
     space = load_checked_space(o["space_file"], choice.engine)
     trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
     name = o["study"] or space.name
-    wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
-                       max_tokens=o["max_tokens"])
-    if o["search_questions"] is not None and o["search_questions"] > wl.questions:
-        raise UserError(f"--search-questions {o['search_questions']} is more than the "
-                        f"{wl.questions} questions of each launch (--questions, or the "
-                        "space's workload.questions)")
-    if wl.kind == "gsm8k" or "math" in wl.shares():
-        check_gsm8k(ctx, o["gsm8k"])
-    final_q, final_note = o["final_questions"], None
-    if wl.kind == "gsm8k" and final_q is None:
-        from tuner.sweep import default_final_size
-
-        final_q, final_note = default_final_size(space.spec.gate, wl.questions)
+    wl, final_q, final_note = _workload(ctx, o, space)
     caps = engine_capabilities(choice, space) if o["check_engine"] else None
     startup = o["startup_timeout"] or choice.default_startup_timeout()
     check_workdir(o["workdir"] / slug(name))

@@ -26,7 +26,6 @@ def export(
     from tuner.cli._common import console
     from tuner.cli._common import writing
     from tuner.engines import make_engine
-    from tuner.errors import UserError
     from tuner.export import result_of
     from tuner.export import write_profile
     from tuner.space import Gate
@@ -40,7 +39,6 @@ def export(
     from tuner.study import study_answer
     from tuner.study import summaries
     from tuner.study import trial_at
-    from tuner.workloads.vocab import vocab_size
 
     st, loc = open_study(study, storage, artifacts)
     rows = summaries(st)                  # read once: a study may hold 10,000s of trials
@@ -63,12 +61,7 @@ def export(
     gate = space.spec.gate if space is not None else Gate()
     floor = gate.accept_length_floor
     folder = out or Path("trials") / f"{slug(study)}-profile"
-    model_path = context.model or (space.spec.model.path if space is not None else "")
-    declared = space.spec.model.vocab_size if space is not None else None
-    try:   # the bound of verify's synthetic probe; unknown is fine until verify needs it
-        vocab = vocab_size(model_path, declared)
-    except UserError:
-        vocab = None
+    model_path, vocab = _model(context, space)
     with writing("--out", folder):
         files = write_profile(folder, engine, command, model_path, result,
                               trial_number=trial.number, study_name=study,
@@ -83,6 +76,20 @@ def export(
     c.print(f"serve it:  {folder}/launch.sh > server.log 2>&1 &\n"
             f"check it:  tuner verify {folder}/profile.yaml --url http://127.0.0.1:30000 "
             "--log server.log")
+
+
+def _model(context: Any, space: Any) -> tuple[str, int | None]:
+    """The model the study measured and its vocabulary size (the bound of verify's
+    synthetic probe; unknown is fine until verify needs it)."""
+    from tuner.errors import UserError
+    from tuner.workloads.vocab import vocab_size
+
+    model_path = context.model or (space.spec.model.path if space is not None else "")
+    declared = space.spec.model.vocab_size if space is not None else None
+    try:
+        return model_path, vocab_size(model_path, declared)
+    except UserError:
+        return model_path, None
 
 
 def _say_pick(result: Any, chosen: Any, pick: str) -> None:

@@ -69,3 +69,21 @@ class TrialRunner(abc.ABC):
     @property
     @abc.abstractmethod
     def inflight(self) -> list[int]: ...
+
+
+def failed_result(job: TrialJob, reason: str, detail: str) -> TrialResult:
+    """The TrialResult of ``job`` when its run brought none back (a lost worker, a
+    cancellation, an error of the runner): status ``failed`` with ``reason``."""
+    from datetime import UTC
+    from datetime import datetime
+
+    from tuner import __version__
+
+    engine, space = job.engine, job.space
+    return TrialResult(
+        tuner_version=__version__, status="failed", reason=reason,  # type: ignore[arg-type]
+        message=detail, space=space.name, machine=space.spec.machine.id,
+        config=job.config.as_dict(), config_hash=job.config.hash(),
+        plan=engine.plan(space, job.config), engine=engine.name,
+        simulated=engine.name.startswith("sim"), workload=job.options.workload.model_dump(),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"), host="?")

@@ -28,6 +28,7 @@ from tuner.study import storage_problem
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
+from tuner.sweep._base import failed_result
 from tuner.sweep._final_sample import options_for
 from tuner.sweep._policy import SearchPolicy
 from tuner.sweep._progress import Progress
@@ -38,7 +39,6 @@ from tuner.sweep._signals import hold_stops
 from tuner.sweep._signals import stop_on_sigterm
 from tuner.sweep._signals import terminated
 from tuner.trial import TrialOptions
-from tuner.trial import TrialResult
 from tuner.workloads import KINDS
 
 
@@ -104,32 +104,43 @@ class Driver:
             "fix what failed, then run again (with more --trials)")
 
     # -- the loop ---------------------------------------------------------------------------
-    def run(self) -> Any:
-        stop_on_sigterm()
+    def _claim(self) -> bool:
+        """Check the study's identity and budget, then take it; False: nothing to run."""
         try:
             self.sweep.check_identity()
             if self.sweep.budget_spent(self.s.trials):
                 self.nothing_to_do = True       # nothing runs, nothing is written
-                return self.study
+                return False
             self.sweep.claim(break_lock=self.s.break_lock)
         except Exception as exc:                # a full disk, a read-only database...
             if not is_storage_error(exc):
                 raise
             raise FatalSweepError(f"the study's storage failed at the start "
                                   f"({storage_problem(exc)}): nothing was run") from None
+        return True
+
+    def _resume(self) -> None:
+        """Say where the study stands; queue what a dead driver left running, and the
+        baseline when the study has none."""
+        if self.sweep.repair_note:
+            self.progress.last = self.sweep.repair_note
+            self.on_progress(self.progress)
+        self.progress.refresh(self.sweep, first=True)   # the study's counts so far
+        self.progress.last = resuming(self.sweep, self.s.trials)
+        recovered = self.sweep.recover()
+        if recovered:
+            self.progress.last += (f"; trials a dead driver left running, queued "
+                                   f"again: {', '.join(f'#{n}' for n in recovered)}")
+        self.on_progress(self.progress)
+        self.sweep.enqueue_baseline()
+
+    def run(self) -> Any:
+        stop_on_sigterm()
+        if not self._claim():
+            return self.study
         runner, restore = None, lambda: None
         try:
-            if self.sweep.repair_note:
-                self.progress.last = self.sweep.repair_note
-                self.on_progress(self.progress)
-            self.progress.refresh(self.sweep, first=True)   # the study's counts so far
-            self.progress.last = resuming(self.sweep, self.s.trials)
-            recovered = self.sweep.recover()
-            if recovered:
-                self.progress.last += (f"; trials a dead driver left running, queued "
-                                       f"again: {', '.join(f'#{n}' for n in recovered)}")
-            self.on_progress(self.progress)
-            self.sweep.enqueue_baseline()
+            self._resume()
             runner = self.runner_factory()
             stop_on_sigterm()                  # again: Ray installs handlers of its own
             owner = getattr(runner, "node_id", None)
@@ -251,7 +262,10 @@ class Driver:
         if result is None:
             reason = {"worker_lost": "worker_lost", "cancelled": "cancelled"}.get(
                 outcome.kind, "launch_error")
-            result = self._synthetic_failure(prop, reason, outcome.detail or outcome.kind)
+            assert prop.config is not None
+            result = failed_result(TrialJob(prop.number, self.space, self.engine, prop.config,
+                                            self.options, self.s.deadline_s), reason,
+                                   outcome.detail or outcome.kind)
             h = prop.config_hash or ""
             if outcome.kind == "worker_lost" and h not in self.requeued:
                 self.requeued.add(h)
@@ -259,22 +273,6 @@ class Driver:
         state = self.sweep.record(prop, result, requeue=requeue)
         self.progress.last = told(prop.number, result, state)
         self.progress.refresh(self.sweep)
-
-    def _synthetic_failure(self, prop: Proposal, reason: str, detail: str) -> TrialResult:
-        from datetime import UTC
-        from datetime import datetime
-
-        from tuner import __version__
-
-        assert prop.config is not None
-        plan = self.engine.plan(self.space, prop.config)
-        return TrialResult(
-            tuner_version=__version__, status="failed", reason=reason,  # type: ignore[arg-type]
-            message=detail, space=self.space.name, machine=self.space.spec.machine.id,
-            config=prop.config.as_dict(), config_hash=prop.config.hash(), plan=plan,
-            engine=self.engine.name, simulated=self.engine.name.startswith("sim"),
-            workload=self.options.workload.model_dump(),
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"), host="?")
 
     def _enforce_deadlines(self, runner: TrialRunner) -> None:
         now = time.monotonic()
