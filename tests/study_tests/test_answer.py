@@ -114,3 +114,13 @@ def test_a_configuration_measured_once_is_not_a_tie_and_says_so() -> None:
     else:
         raise AssertionError("trial:99 was accepted")
     assert a.choose("trial:4").number == 1          # a launch names its configuration
+    gated = answer_of([*rows, TrialSummary(
+        len(rows), "COMPLETE", Role.TRIAL, values=[12.0, 0.7], feasible=False,
+        config={"k": 9}, tpot_ms=12.0, accuracy=0.7, gate=["accuracy_drop"])],
+        with_accuracy=True)
+    try:                                            # not by any --pick, trial:N included
+        gated.choose(f"trial:{len(rows)}")
+    except UserError as exc:
+        assert "gated: accuracy_drop" in str(exc)
+    else:
+        raise AssertionError("a gated configuration was exported")

@@ -198,6 +198,9 @@ class Answer:
                 if c.kind == "failed" or c.tpot_ms is None:
                     raise UserError(f"--pick {pick}: trial #{c.number} has no measurement "
                                     f"({c.first.state}, {c.first.reason or ''})")
+                if c.kind in ("gated", "refused"):   # accuracy is part of the answer
+                    raise UserError(f"--pick {pick}: trial #{c.number} is {c.status}; only "
+                                    "a configuration every gate passed can be exported")
                 return c
         raise UserError(f"--pick {pick}: no measured configuration has trial #{number}; "
                         "`tuner report` lists them")
