@@ -94,3 +94,33 @@ def test_inputs_that_would_fail_every_launch_are_refused_first(
                *extra)
     assert r.returncode == 2 and says in r.stderr, (r.stdout, r.stderr)
     assert not (tmp_path / "s.db").exists()
+
+
+def test_a_ray_address_that_answers_but_is_not_ray_is_refused_at_once(tmp_path: Path) -> None:
+    """An HTTP server on the port: ray.init waited minutes, printing warnings, after the
+    study was claimed. A gRPC server (what Ray's GCS is) passes the same check."""
+    import threading
+    from concurrent import futures
+    from http.server import HTTPServer
+    from http.server import SimpleHTTPRequestHandler
+
+    import grpc
+
+    from tuner.sweep import check_address
+
+    http = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+                   "--ray-address", f"127.0.0.1:{http.server_port}")
+    finally:
+        http.shutdown()
+    assert r.returncode == 2 and "not a Ray head" in r.stderr, r.stderr
+    assert not (tmp_path / "s.db").exists()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        check_address(f"127.0.0.1:{port}")          # accepted: no error
+    finally:
+        server.stop(0)

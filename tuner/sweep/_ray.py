@@ -37,12 +37,36 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
         raise UserError(f"--ray-address {address}: expected auto, none or HOST:PORT"
                         ) from None
     try:
-        with socket.create_connection((host or "127.0.0.1", number), timeout=timeout_s):
-            pass
+        with socket.create_connection((host or "127.0.0.1", number), timeout=timeout_s) as s:
+            speaks_grpc = _answers_http2(s)
     except OSError as exc:
         raise UserError(f"--ray-address {address}: no Ray head answers there "
                         f"({exc.strerror or exc.__class__.__name__}); start one with "
                         "`ray start --head` or pass --ray-address auto") from None
+    if not speaks_grpc:        # ray.init would wait for minutes, printing warnings
+        raise UserError(f"--ray-address {address}: something answers there, but not a Ray "
+                        "head (no gRPC: Ray's GCS port is 6379 by default, `ray status` "
+                        "prints it)")
+
+
+#: An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113 3.4, 6.5).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _answers_http2(sock: Any) -> bool:
+    """Whether the server on ``sock`` answers an HTTP/2 preface with a SETTINGS frame, as
+    every gRPC server (Ray's GCS) does; an HTTP/1 server, an SSH daemon or silence do not."""
+    try:
+        sock.sendall(_H2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            chunk = sock.recv(9 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+    except OSError:
+        return False
+    return head[3] == 0x04           # frame type SETTINGS
 
 
 def execute_on_node(job: TrialJob) -> dict[str, Any]:
