@@ -144,6 +144,7 @@ def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int | None, seed: int 
     if space is None:
         space = load_space(Path(__file__).resolve().parents[2] / "search_spaces"
                            / "ling-3.0-flash-dgx-spark.yaml")
+    Path(tmp).mkdir(parents=True, exist_ok=True)   # the study's folder (never made for it)
     s = SweepSettings(study_name="s", location=locate(str(Path(tmp) / "s.db"), "s"),
                       trials=trials, seed=seed, **settings)
     opts = TrialOptions(workdir=Path(tmp), workload=space.spec.workload)
