@@ -13,6 +13,7 @@ from pathlib import Path
 
 import optuna
 import pandas as pd
+import pytest
 import yaml
 
 from tests.conftest import tuner_argv
@@ -58,7 +59,7 @@ def test_the_pick_is_the_same_in_every_output_with_model_backed_runner(
          str(tmp_path / "r.html"))
     rows = pd.read_csv(tmp_path / "t.csv")
     (row,) = rows[rows["pick"]].itertuples()
-    assert (row.number, row.tpot_ms, row.tpot_lo, row.tpot_hi) == pytest_approx(
+    assert (row.number, row.tpot_ms, row.tpot_lo, row.tpot_hi) == pytest.approx(
         (pick.number, pick.tpot_ms, lo, hi))
     page = (tmp_path / "r.html").read_text()
     assert "The pick (tuner export --pick fastest)" in page
@@ -87,8 +88,3 @@ def test_the_pick_is_the_same_in_every_output_with_model_backed_runner(
     else:                       # said, not hidden: the report names why
         assert report["pick_note"] and f"#{pick.number}" in report["pick_note"]
 
-
-def pytest_approx(values: tuple[float | None, ...]) -> object:
-    import pytest
-
-    return pytest.approx(values)
