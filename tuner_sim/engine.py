@@ -1,9 +1,9 @@
 """The simulated scheduler: continuous batching in machine time, slept out in scaled wall time.
 
 One thread runs the loop SGLang's scheduler runs: admit waiting requests (a prefill batch),
-then decode iterations (a plain step or a speculative round) over the running batch. Each
-iteration's machine time comes from :class:`~tuner_sim.perf.PerfModel`; the thread sleeps
-until an absolute deadline (machine time / time scale), so rounding never accumulates.
+then decode iterations (a plain step or a speculative round) over the running batch. What
+to run and what it costs is :class:`~tuner_sim.schedule.Core`'s; the thread sleeps until an
+absolute deadline (machine time / time scale), so rounding never accumulates.
 """
 
 from __future__ import annotations
@@ -16,48 +16,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from dataclasses import field
-from typing import Any
 
 from tuner_sim.perf import PerfModel
+from tuner_sim.request import SimRequest
+from tuner_sim.schedule import Core
+from tuner_sim.schedule import Limits
+
+
+__all__ = ["Engine", "SimRequest", "Stats", "crash_now"]
 
 
 FIRST_CHUNK_WAIT_S = 0.05   # wall seconds the decode clock waits for first chunks at most
-
-
-@dataclass
-class SimRequest:
-    rid: str
-    prompt_tokens: int
-    cached_tokens: int
-    max_new_tokens: int
-    kind: str                       # "greedy" | "sampled"
-    tokens: list[str]               # what the model would say, up to its natural end
-    ignore_eos: bool
-    first_rate: float               # this request's depth-1 acceptance rate
-    rng: random.Random
-    content: str = "math"           # content class (tuner_sim.content): acceptance, routing
-    t_submit: float = field(default_factory=time.monotonic)
-    emitted: int = 0
-    verify_ct: int = 0
-    correct_drafts: int = 0
-    proposed_drafts: int = 0
-    hist: list[int] = field(default_factory=list)
-    finished: bool = False
-    finish_reason: dict[str, Any] | None = None
-    t_first: float | None = None
-    t_done: float | None = None
-    aborted: str | None = None
-    stream: bool = False            # a streaming client: the handler sets first_out
-    first_out: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def limit(self) -> int:
-        natural = math.inf if self.ignore_eos else len(self.tokens)
-        return int(min(self.max_new_tokens, natural))
-
-    def token(self, i: int) -> str:
-        return self.tokens[i % len(self.tokens)] if self.tokens else "the"
 
 
 @dataclass
@@ -76,28 +45,34 @@ class Stats:
 class Engine:
     """The scheduler thread. ``log`` prints a server log line."""
 
-    def __init__(self, perf: PerfModel, *, max_running: int, time_scale: float,
-                 noise: float, seed: int, decode_log_interval: int, max_total_tokens: int,
-                 log: Callable[[str], None], on_finish: Callable[[SimRequest], None],
-                 launch_factor: float = 1.0) -> None:
+    def __init__(self, perf: PerfModel, *, limits: Limits, time_scale: float, noise: float,
+                 seed: int, decode_log_interval: int, log: Callable[[str], None],
+                 on_finish: Callable[[SimRequest], None], launch_factor: float = 1.0,
+                 prefill_slowdown: float = 0.0) -> None:
         self.perf = perf
+        self.core = Core(perf, limits, prefill_slowdown)
         self.launch_factor = launch_factor
-        self.max_running = max_running
         self.scale = time_scale
         self.noise = noise
         self.rng = random.Random(seed)
         self.interval = max(1, decode_log_interval)
-        self.max_total_tokens = max_total_tokens
+        self.max_total_tokens = limits.pool_tokens
         self.log = log
         self.on_finish = on_finish
         self.stats = Stats()
         self.cond = threading.Condition()
-        self.pending: deque[SimRequest] = deque()
-        self.running: list[SimRequest] = []
         self._deadline = time.monotonic()
         self._iters = 0
         self._window = [0, 0, 0.0, 0]   # tokens, verify rounds, machine ms, iterations
         threading.Thread(target=self._loop, name="scheduler", daemon=True).start()
+
+    @property
+    def pending(self) -> deque[SimRequest]:
+        return self.core.pending
+
+    @property
+    def running(self) -> list[SimRequest]:
+        return self.core.running
 
     # -- API for request handlers --------------------------------------------------------------
     def submit(self, req: SimRequest) -> None:
@@ -131,9 +106,7 @@ class Engine:
                 if not (self.pending or self.running):
                     self.cond.wait_for(lambda: bool(self.pending or self.running))
                     self._deadline = time.monotonic()   # the clock restarts after idling
-                admit = []
-                while self.pending and len(self.running) + len(admit) < self.max_running:
-                    admit.append(self.pending.popleft())
+                admit = self.core.next_prefill()
                 batch = list(self.running)
             if admit:
                 self._prefill(admit)
@@ -141,8 +114,8 @@ class Engine:
                 self._decode(batch)
 
     def _prefill(self, admit: list[SimRequest]) -> None:
-        ms = sum(self.perf.prefill_ms(r.prompt_tokens - r.cached_tokens, r.cached_tokens)
-                 for r in admit)
+        with self.cond:
+            ms = self.core.prefill_ms(admit)
         self._sleep(ms * self._jitter())
         now = time.monotonic()
         with self.cond:
@@ -174,42 +147,17 @@ class Engine:
             r.first_out.wait(max(0.0, end - time.monotonic()))
         self._deadline = max(self._deadline, emitted)
 
-    def _accepted(self, r: SimRequest) -> int:
-        n = 0
-        for p in self.perf.position_probs(r.first_rate, r.kind, r.content):
-            if r.rng.random() >= p:
-                break
-            n += 1
-        return n
-
     def _decode(self, batch: list[SimRequest]) -> None:
         spec = self.perf.s.speculative
-        kind = batch[0].kind if len(batch) == 1 else "sampled"
-        ctx = sum(r.prompt_tokens + r.emitted for r in batch) / len(batch)
-        ms = self.perf.decode_ms(ctx, kind, batch=len(batch),
-                                 content=batch[0].content) * self._jitter()
+        ms = self.core.decode_ms(batch) * self._jitter()
         self._sleep(ms)
         now = time.monotonic()
-        produced = 0
         with self.cond:
-            for r in batch:
-                n = 1
-                if spec:
-                    acc = self._accepted(r)
-                    n = 1 + acc
-                    r.verify_ct += 1
-                    r.correct_drafts += acc
-                    r.proposed_drafts += self.perf.s.drafted
-                    while len(r.hist) <= acc:
-                        r.hist.append(0)
-                    r.hist[acc] += 1
-                    self.stats.spec_verify_calls_total += 1
-                n = min(n, r.limit - r.emitted)
-                r.emitted += n
-                produced += n
-                if r.emitted >= r.limit:
-                    self._finish(r, now)
-            self.running = [r for r in self.running if not r.finished]
+            produced, done = self.core.advance(batch)
+            if spec:
+                self.stats.spec_verify_calls_total += len(batch)
+            for r in done:
+                self._finish(r, now)
             self.stats.num_running_reqs = len(self.running)
             self.cond.notify_all()
         w = self._window

@@ -75,6 +75,8 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     if ring:
         mamba += (slots * int(args["linear_replayssm_cache_len"])
                   * model.kda_ring_bytes_per_position / 1e9)
+    if dspark and model.dspark is not None:
+        mamba += int(args["max_running_requests"]) * model.dspark.per_request_gb
     graph_sets = 1 + (1 if dspark else 3 if spec else 0)
     graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
         0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))

@@ -123,9 +123,17 @@ class PerfModel:
         self.bw = machine.bandwidth_gbs * 1e9  # bytes/s
 
     # -- building blocks (milliseconds) ---------------------------------------------------------
-    def distinct_experts(self, m_tokens: float, overlap: float) -> float:
+    def distinct_experts(self, m_tokens: float, overlap: float, batch: int = 1) -> float:
+        """Expected distinct routed experts one layer reads for ``batch`` requests of
+        ``m_tokens`` each. Within a request, tokens overlap by ``overlap`` (batched: by the
+        retained share of it); across requests, by the model's cross-request overlap."""
         e, k = self.model.routed_experts, self.model.experts_per_token
-        m_eff = 1.0 + max(m_tokens - 1.0, 0.0) * (1.0 - overlap)
+        if batch > 1:
+            br = self.model.batch_routing
+            per_request = 1.0 + max(m_tokens - 1.0, 0.0) * (1.0 - overlap * br.overlap_retained)
+            m_eff = 1.0 + (batch * per_request - 1.0) * (1.0 - br.cross_request_overlap)
+        else:
+            m_eff = 1.0 + max(m_tokens - 1.0, 0.0) * (1.0 - overlap)
         return e * (1.0 - (1.0 - k / e) ** m_eff)
 
     def _moe_eff(self, backend: str) -> float:
@@ -137,8 +145,9 @@ class PerfModel:
     def _ms(self, nbytes: float, eff: float) -> float:
         return nbytes / (self.bw * eff) * 1e3
 
-    def routed_ms(self, m_tokens: float, overlap: float, layers: int, backend: str) -> float:
-        nbytes = layers * self.distinct_experts(m_tokens, overlap) * self.model.expert_bytes
+    def routed_ms(self, m_tokens: float, overlap: float, layers: int, backend: str,
+                  batch: int = 1) -> float:
+        nbytes = layers * self.distinct_experts(m_tokens, overlap, batch) * self.model.expert_bytes
         return (self._ms(nbytes, self._moe_eff(backend))
                 + layers * self.machine.moe_layer_overhead_us.get(backend, 0.0) / 1000.0)
 
@@ -156,8 +165,8 @@ class PerfModel:
         """One target forward over ``batch`` requests of ``m_tokens`` each."""
         eff = self.machine.efficiency
         return (self.machine.step_overhead_ms
-                + self.routed_ms(m_tokens * batch, overlap if batch == 1 else 0.0,
-                                 self.model.moe_layers, self.s.moe_backend)
+                + self.routed_ms(m_tokens, overlap, self.model.moe_layers, self.s.moe_backend,
+                                 batch)
                 + self._ms(self.model.dense_active_gb * 1e9, eff.dense_fp8)
                 + self.lm_head_ms()
                 + batch * self.kv_ms(context, self.model.kv_bytes_per_token))
@@ -168,7 +177,7 @@ class PerfModel:
         n = self.model.nextn
         backend = self.s.spec_moe_backend or self.s.moe_backend
         return (self.machine.draft_step_overhead_ms
-                + self.routed_ms(m_tokens * batch, overlap if batch == 1 else 0.0, 1, backend)
+                + self.routed_ms(m_tokens, overlap, 1, backend, batch)
                 + self._ms(n.dense_active_gb * 1e9, self.machine.efficiency.dense_fp8)
                 + self.lm_head_ms()
                 + batch * self.kv_ms(context, n.kv_bytes_per_token))

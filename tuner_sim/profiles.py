@@ -72,6 +72,9 @@ class Machine(_M):
     #: Fixed cost per MoE layer per forward, by MoE backend (the kernels' launch and latency
     #: floor), as a GPU probe measures it; absent where the step overhead absorbs it.
     moe_layer_overhead_us: dict[str, float] = {}
+    #: A prefill batch is slower by this share for each request already running (FIT to
+    #: the GB10 cookbook's concurrency-16 TTFT; docs/simulator.md, "Load")
+    prefill_slowdown_per_running: float = 0.0
     calibration: dict[str, object] | None = None
 
 
@@ -139,6 +142,15 @@ class Overlaps(_M):
     random: Overlap
 
 
+class BatchRouting(_M):
+    """How a batch of requests routes (concurrency > 1): the share of one request's
+    verify-token overlap that survives batching, and the overlap between requests (expert
+    popularity). Both 0: independent routing, the model before load was calibrated."""
+
+    cross_request_overlap: float = 0.0
+    overlap_retained: float = 0.0
+
+
 class DSparkDraft(_M):
     """The DSPARK draft: a dense block drafter sharing the target's embedding and LM head."""
 
@@ -149,6 +161,7 @@ class DSparkDraft(_M):
     dense_read_gb: float            # bytes read per draft forward, BF16
     kv_bytes_per_token: int         # its own KV cache, carved from the same pool
     params_b: float                 # of its own layers: prefill FLOPs
+    per_request_gb: float = 0.0     # held per request row (max_running_requests rows)
     confidence_head: bool           # what a non-static ragged-verify mode needs
 
 
@@ -181,6 +194,7 @@ class Model(_M):
     gsm8k: Gsm8kBehaviour
     acceptance: Acceptance
     routing_overlap: Overlaps
+    batch_routing: BatchRouting = BatchRouting()
 
     @property
     def expert_bytes(self) -> float:

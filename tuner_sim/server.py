@@ -47,6 +47,7 @@ from tuner_sim.perf import draft_tree_fits
 from tuner_sim.perf import settings_from
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
+from tuner_sim.schedule import Limits
 
 
 def _common_prefix_len(a: str, b: str) -> int:
@@ -235,10 +236,10 @@ class SimServer:
                 f"query_token_num={settings.gamma + 1}, sample_from_anchor=False, "
                 f"mask_token_id={self.model.vocab_size - 1}, markov_head=Linear")
         self.engine = Engine(
-            self.perf, max_running=a["max_running_requests"], time_scale=self.scale,
+            self.perf, limits=Limits.of(a, mem.max_total_num_tokens), time_scale=self.scale,
             noise=self.noise, seed=self.seed, decode_log_interval=a["decode_log_interval"],
-            max_total_tokens=mem.max_total_num_tokens, log=log, on_finish=self._on_finish,
-            launch_factor=self.launch_factor)
+            log=log, on_finish=self._on_finish, launch_factor=self.launch_factor,
+            prefill_slowdown=self.machine.prefill_slowdown_per_running)
         self.crash_after = faults.get("crash_after")
         self.startup_machine_s = st.process_s + extra + load_s
         self._serve(a)

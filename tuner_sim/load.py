@@ -1,0 +1,102 @@
+"""A benchmark client against the scheduler model, in virtual time: what ``tuner sim
+calibrate`` compares with the published concurrency cells.
+
+:func:`closed_loop` is ``sglang.bench_serving`` with ``--max-concurrency C`` and an
+infinite request rate: ``C`` clients each send a request, and send the next when it ends,
+until ``prompts`` have been sent. It drives :class:`~tuner_sim.schedule.Core`, the same
+admission, prefill and decode decisions the simulated server makes, with no noise and no
+sleeping, so a cell costs milliseconds. Figures are bench_serving's: mean TTFT, mean TPOT
+(``(latency - TTFT) / (output - 1)`` per request) and total (input + output) tokens over
+the run's duration.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tuner_sim.args import build_parser
+from tuner_sim.args import resolve
+from tuner_sim.memory import plan_memory
+from tuner_sim.perf import PerfModel
+from tuner_sim.perf import settings_from
+from tuner_sim.profiles import Machine
+from tuner_sim.profiles import Model
+from tuner_sim.request import SimRequest
+from tuner_sim.schedule import Core
+from tuner_sim.schedule import Limits
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    mean_ttft_ms: float
+    mean_tpot_ms: float
+    tokens_per_s: float             # input + output tokens over the run's duration
+    most_running: int               # the largest running batch seen
+    pool_tokens: int
+
+
+def core_for(argv: list[str], machine: Machine, model: Model) -> Core:
+    """The scheduler a simulated server launched with ``argv`` would run (its memory
+    plan's pool; a fraction that would hang the machine is not refused here)."""
+    ns = build_parser().parse_args(argv)
+    draft = model.dspark.block_size if model.dspark is not None else None
+    res = resolve(ns, architecture=model.architecture, capability=machine.compute_capability,
+                  model_context=model.context_length, env={}, memory_gb=machine.memory_gib,
+                  draft_block=draft)
+    a = res.args
+    mem = plan_memory(machine, model, a)
+    settings = settings_from(a, lambda _name: None, lm_head_module_shared=True)
+    return Core(PerfModel(machine, model, settings), Limits.of(a, mem.max_total_num_tokens),
+                machine.prefill_slowdown_per_running)
+
+
+def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: str,
+             rng: random.Random, t: float) -> SimRequest:
+    c = core.perf.acceptance_class(kind, content)
+    first = rng.betavariate(c.first * c.concentration, (1 - c.first) * c.concentration)
+    return SimRequest(rid=str(i), prompt_tokens=prompt, cached_tokens=0, max_new_tokens=output,
+                      kind=kind, tokens=[], ignore_eos=True, first_rate=first,
+                      rng=random.Random(f"{i}|{rng.random()}"), content=content, t_submit=t)
+
+
+def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int,
+                output_tokens: int, kind: str = "greedy", content: str = "random",
+                seed: int = 0) -> LoadResult:
+    """Run ``prompts`` requests of fixed lengths through ``core`` at ``concurrency``."""
+    rng = random.Random(seed)
+    t = 0.0                                      # machine milliseconds
+    sent = 0
+    ttft: list[float] = []
+    tpot: list[float] = []
+    most = 0
+
+    def send(now: float) -> None:
+        nonlocal sent
+        core.pending.append(_request(core, sent, input_tokens, output_tokens, kind, content,
+                                     rng, now))
+        sent += 1
+
+    for _ in range(min(concurrency, prompts)):
+        send(0.0)
+    while core.pending or core.running:
+        admit = core.next_prefill()
+        if admit:
+            t += core.prefill_ms(admit)
+            for r in admit:
+                r.emitted, r.t_first = 1, t
+            core.running.extend(admit)
+            continue
+        batch = list(core.running)
+        most = max(most, len(batch))
+        t += core.decode_ms(batch)
+        _, done = core.advance(batch)
+        for r in done:
+            assert r.t_first is not None
+            ttft.append(r.t_first - r.t_submit)
+            tpot.append((t - r.t_first) / max(1, r.emitted - 1))
+            if sent < prompts:
+                send(t)
+    return LoadResult(mean_ttft_ms=sum(ttft) / len(ttft), mean_tpot_ms=sum(tpot) / len(tpot),
+                      tokens_per_s=prompts * (input_tokens + output_tokens) / (t / 1000.0),
+                      most_running=most, pool_tokens=core.limits.pool_tokens)

@@ -1,0 +1,137 @@
+"""The scheduler's decisions in machine time, with no threads and no clock.
+
+What SGLang's scheduler decides each iteration, as the simulator models it
+(docs/simulator.md, "Load"):
+
+* **Admission** is first come, first served. A waiting request joins the running batch
+  when fewer than ``max_running`` run and the KV pool can hold what every running request
+  may still need: its prompt plus ``min(max_new_tokens, 4096)`` (SGLang's
+  ``CLIP_MAX_NEW_TOKENS``; no retraction is modelled, so the reservation is kept whole).
+  A request that waits is queued (``#queue-req``); an empty batch always admits its head,
+  so one oversized request cannot stall the queue.
+* **Prefill** runs before decode, one prefill batch at a time, up to
+  ``chunked_prefill_size`` new tokens per batch (the first request always fits); a request
+  gets its first token when its batch ends. A prefill batch is slower by
+  ``prefill_slowdown_per_running`` for each request already running (FIT).
+* **Decode** is one iteration (a plain step or a speculative round) over the whole running
+  batch; its cost comes from :meth:`PerfModel.decode_ms`.
+
+:class:`Core` holds the queue and the batch. :class:`~tuner_sim.engine.Engine` drives it in
+scaled wall time for the server; :mod:`tuner_sim.load` drives it in virtual time for
+``tuner sim calibrate``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from tuner_sim.perf import PerfModel
+from tuner_sim.request import SimRequest
+
+
+#: SGLang's CLIP_MAX_NEW_TOKENS: the most output tokens a request reserves in the pool
+CLIP_MAX_NEW_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What bounds the running batch: requests, pool tokens, tokens per prefill batch."""
+
+    max_running: int
+    pool_tokens: int
+    chunk_tokens: int                # chunked_prefill_size; <= 0: one batch takes all
+
+    @classmethod
+    def of(cls, args: dict[str, object], pool_tokens: int) -> Limits:
+        return cls(max_running=int(args["max_running_requests"]),  # type: ignore[call-overload]
+                   pool_tokens=pool_tokens,
+                   chunk_tokens=int(args["chunked_prefill_size"]))  # type: ignore[call-overload]
+
+
+def reservation(r: SimRequest) -> int:
+    """Pool tokens a running request holds: its prompt and what it may still write."""
+    return r.prompt_tokens + min(r.max_new_tokens, CLIP_MAX_NEW_TOKENS)
+
+
+class Core:
+    """The waiting queue and the running batch, and what each iteration costs."""
+
+    def __init__(self, perf: PerfModel, limits: Limits, slowdown: float = 0.0) -> None:
+        self.perf = perf
+        self.limits = limits
+        self.slowdown = slowdown
+        self.pending: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+
+    def reserved(self) -> int:
+        return sum(reservation(r) for r in self.running)
+
+    def next_prefill(self) -> list[SimRequest]:
+        """Pop the next prefill batch from the queue (empty: decode, or nothing to do)."""
+        lim = self.limits
+        room = lim.pool_tokens - self.reserved()
+        chunk = lim.chunk_tokens if lim.chunk_tokens > 0 else math.inf
+        admit: list[SimRequest] = []
+        new_tokens = 0
+        while self.pending and len(self.running) + len(admit) < lim.max_running:
+            r = self.pending[0]
+            need = reservation(r)
+            fresh = r.prompt_tokens - r.cached_tokens
+            if admit and new_tokens + fresh > chunk:
+                break
+            if need > room and (admit or self.running):
+                break
+            admit.append(self.pending.popleft())
+            room -= need
+            new_tokens += fresh
+        return admit
+
+    def prefill_ms(self, admit: list[SimRequest]) -> float:
+        """Machine time of one prefill batch, slowed by the requests already running."""
+        ms = sum(self.perf.prefill_ms(r.prompt_tokens - r.cached_tokens, r.cached_tokens)
+                 for r in admit)
+        return ms * (1.0 + self.slowdown * len(self.running))
+
+    def decode_ms(self, batch: list[SimRequest]) -> float:
+        """Machine time of one decode iteration over ``batch``."""
+        kind = batch[0].kind if all(r.kind == batch[0].kind for r in batch) else "sampled"
+        ctx = sum(r.prompt_tokens + r.emitted for r in batch) / len(batch)
+        return self.perf.decode_ms(ctx, kind, batch=len(batch), content=batch[0].content)
+
+    def accepted(self, r: SimRequest) -> int:
+        """Draft tokens the verify accepts for ``r`` this round (its own random stream)."""
+        n = 0
+        for p in self.perf.position_probs(r.first_rate, r.kind, r.content):
+            if r.rng.random() >= p:
+                break
+            n += 1
+        return n
+
+    def advance(self, batch: list[SimRequest]) -> tuple[int, list[SimRequest]]:
+        """Emit one iteration's tokens for ``batch``: (tokens produced, requests finished).
+        Finished requests leave the running batch."""
+        spec = self.perf.s.speculative
+        produced = 0
+        done: list[SimRequest] = []
+        for r in batch:
+            n = 1
+            if spec:
+                acc = self.accepted(r)
+                n = 1 + acc
+                r.verify_ct += 1
+                r.correct_drafts += acc
+                r.proposed_drafts += self.perf.s.drafted
+                while len(r.hist) <= acc:
+                    r.hist.append(0)
+                r.hist[acc] += 1
+            n = min(n, r.limit - r.emitted)
+            r.emitted += n
+            produced += n
+            if r.emitted >= r.limit:
+                done.append(r)
+        if done:
+            gone = {id(r) for r in done}
+            self.running = [r for r in self.running if id(r) not in gone]
+        return produced, done
