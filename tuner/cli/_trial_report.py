@@ -76,11 +76,41 @@ def print_result(r: TrialResult) -> None:
         t.add_row("GSM8K accuracy", f"{a.accuracy:.1%} ({a.correct}/{a.scored})  "
                   f"[{a.accuracy_ci95.low:.1%}, {a.accuracy_ci95.high:.1%}] Wilson 95%")
     out.print(t)
-    g = r.gate
-    if g is not None:
-        for rule in g.rules:
-            mark = "[red]GATED[/]" if rule.fired else "[green]pass[/]"
-            out.print(f"{mark} {rule.rule}: {rule.detail}")
-        out.print("[green bold]feasible[/]" if g.passed else "[red bold]infeasible[/]")
+    if r.regimes:
+        out.print(regime_table(r))
+    _print_gate(out, r)
     if r.cleanup:
         out.print(f"[yellow]clean-up warning[/]: {'; '.join(r.cleanup)}")
+
+
+def regime_table(r: TrialResult) -> Any:
+    """The load regimes measured on this launch, one row each."""
+    from rich.table import Table
+
+    t = Table(title="load regimes (same launch, after the workload)")
+    for col in ("regime", "users", "requests", "TPOT mean / p95 ms", "TTFT mean / p95 s",
+                "tok/s", "goodput req/s", "SLA"):
+        t.add_column(col, justify="left" if col in ("regime", "SLA") else "right")
+    for g in r.regimes:
+        if g.status == "failed":
+            t.add_row(g.name, str(g.concurrency), "-", "-", "-", "-", "-",
+                      f"[red]failed[/]: {g.message}")
+            continue
+        sla = ("-" if g.within_sla is None else
+               f"{'[green]met[/]' if g.within_sla else '[red]missed[/]'} "
+               f"({g.sla_met:.0%} of requests)")
+        t.add_row(g.name, str(g.concurrency), str(g.requests),
+                  f"{_fmt(g.tpot_mean_ms)} / {_fmt(g.tpot_p95_ms)}",
+                  f"{_fmt(g.ttft_mean_s)} / {_fmt(g.ttft_p95_s)}",
+                  _fmt(g.throughput_tok_s, ".0f"), _fmt(g.goodput_rps, ".3f"), sla)
+    return t
+
+
+def _print_gate(out: Any, r: TrialResult) -> None:
+    g = r.gate
+    if g is None:
+        return
+    for rule in g.rules:
+        mark = "[red]GATED[/]" if rule.fired else "[green]pass[/]"
+        out.print(f"{mark} {rule.rule}: {rule.detail}")
+    out.print("[green bold]feasible[/]" if g.passed else "[red bold]infeasible[/]")

@@ -146,6 +146,41 @@ class Gate(_Strict):
     mcnemar_alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
 
 
+class Sla(_Strict):
+    """A latency objective a request meets or misses (docs/trials.md, "Load regimes")."""
+
+    p95_tpot_ms: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    p95_ttft_s: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+
+    def met_by(self, tpot_ms: float | None, ttft_s: float) -> bool:
+        """Whether one request meets every bound given (a request of one token has no
+        TPOT and meets the TPOT bound)."""
+        return ((self.p95_tpot_ms is None or tpot_ms is None or tpot_ms <= self.p95_tpot_ms)
+                and (self.p95_ttft_s is None or ttft_s <= self.p95_ttft_s))
+
+
+class Regime(_Strict):
+    """A load a trial also measures on the same launch, after its own workload: the
+    workload's prompts sent ``concurrency`` at a time, ``requests`` of them (default:
+    4 x concurrency, the prompts reused in order when there are fewer)."""
+
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$")
+    concurrency: int = Field(ge=1, le=4096)
+    requests: int | None = Field(default=None, ge=1, le=100_000)
+    sla: Sla | None = None
+
+    @model_validator(mode="after")
+    def _enough_requests(self) -> Regime:
+        if self.requests is not None and self.requests < self.concurrency:
+            raise ValueError(f"regime {self.name!r}: 'requests' ({self.requests}) must be at "
+                             f"least its concurrency ({self.concurrency})")
+        return self
+
+    @property
+    def total(self) -> int:
+        return self.requests if self.requests is not None else 4 * self.concurrency
+
+
 #: Content classes a workload's prompts belong to (speculation's gain depends on them):
 #: GSM8K is ``math``, the built-in HumanEval set ``code``, the built-in prose set ``chat``;
 #: a synthetic workload's random token ids are ``random``.
@@ -174,6 +209,8 @@ class Workload(_Strict):
     concurrency: int = Field(default=1, ge=1, le=4096)
     input_len: int = Field(default=1024, ge=1, le=1_048_576)
     output_len: int = Field(default=256, ge=1, le=1_048_576)
+    #: loads measured on the same launch after the workload itself (a load ladder)
+    regimes: list[Regime] = Field(default_factory=list, max_length=16)
 
     @model_validator(mode="after")
     def _mix_matches_kind(self) -> Workload:
@@ -187,6 +224,14 @@ class Workload(_Strict):
                 raise ValueError("mix shares must add up to more than 0")
         elif self.mix is not None:
             raise ValueError(f"'mix' is for the 'mix' kind, not {self.kind!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _regime_names_differ(self) -> Workload:
+        names = [r.name for r in self.regimes]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"regime names must differ: {', '.join(map(repr, twice))}")
         return self
 
     @classmethod

@@ -17,6 +17,7 @@ from pydantic import Field
 from tuner.engines import LaunchPlan
 from tuner.trial._evidence import KnobCheck
 from tuner.trial._gate import GateVerdict
+from tuner.trial._regimes import RegimeResult
 from tuner.trial._requests import RequestRecord
 from tuner.trial._stats import Aggregates
 
@@ -71,6 +72,8 @@ class TrialResult(BaseModel):
     planned_requests: int | None = None
     aggregates: Aggregates | None = None
     gate: GateVerdict | None = None
+    #: the workload's load regimes, measured on the same launch after its own requests
+    regimes: list[RegimeResult] = Field(default_factory=list)
     log_path: str | None = None
     log_tail: str | None = None
     cleanup: list[str] = Field(default_factory=list)

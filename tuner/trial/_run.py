@@ -26,6 +26,7 @@ from tuner.space import Workload
 from tuner.trial._evidence import effect_check
 from tuner.trial._evidence import unsupported
 from tuner.trial._gate import evaluate
+from tuner.trial._regimes import measure_regime
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
 from tuner.trial._result import TrialResult
@@ -140,6 +141,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         judge = _judge(space, plan.speculative, opts)
         _measure(result, server, protocol, workload, prepared, opts, judge)
         judge(result.requests, result)
+        _measure_regimes(result, server, protocol, prepared, opts)
         return _finish(result, t_start, result.time_scale)
     except TrialPruned as stop:
         result.status = "pruned"
@@ -252,6 +254,17 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
             raise TrialStopped("crashed", f"the server died during the benchmark: {exc}",
                         server.log_tail()) from None
         raise TrialStopped("bench_error", str(exc), server.log_tail()) from None
+
+
+def _measure_regimes(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
+                     prepared: Prepared, opts: TrialOptions) -> None:
+    """Each of the workload's regimes on this launch; one that fails stays that regime's
+    failure (a server it killed fails the regimes after it too, not the trial)."""
+    prompts = prepared.measured[:opts.measure_first or None]
+    for regime in opts.workload.regimes:
+        result.regimes.append(measure_regime(
+            server.base_url, server.headers(), protocol, prompts, regime,
+            scale=result.time_scale, timeout_s=opts.bench_timeout_s))
 
 
 def _failed(result: TrialResult, stop: TrialStopped) -> TrialResult:

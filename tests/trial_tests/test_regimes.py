@@ -1,0 +1,63 @@
+"""Load regimes: the same launch measured at other concurrencies, against real simulator
+processes (the Spark space runs one request at a time, so a regime of 4 users queues)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.trial_tests.test_run_trial import assert_clean
+from tests.trial_tests.test_run_trial import trial
+from tuner.space import Regime
+from tuner.space import Workload
+
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_regime_above_what_the_server_runs_at_once_queues_and_misses_its_sla(
+        tmp_path: Path) -> None:
+    regimes = [Regime(name="one", concurrency=1, requests=3),
+               Regime.model_validate({"name": "four", "concurrency": 4, "requests": 8,
+                                      "sla": {"p95_ttft_s": 1.0}})]
+    r = trial(tmp_path, workload={"questions": 6, "max_tokens": 256, "regimes": regimes})
+    assert r.ok and [g.name for g in r.regimes] == ["one", "four"]
+    one, four = r.regimes
+    assert one.status == four.status == "ok" and (one.requests, four.requests) == (3, 8)
+    assert one.sla_met == 1.0 and one.within_sla is None        # no SLA: every request counts
+    assert one.goodput_rps == pytest.approx(3 / one.duration_s)
+    # --max-running-requests 1: a queued request's first token waits for whole requests
+    # before it, so the last ones miss a 1 s TTFT bound
+    shortest = min(x.e2e_s for x in r.requests)
+    assert four.ttft_p95_s > shortest > 1.0
+    assert four.within_sla is False and four.sla_met < 1.0
+    assert four.goodput_rps == pytest.approx(four.sla_met * 8 / four.duration_s)
+    assert_clean(r)
+
+
+def test_a_regime_that_kills_the_server_fails_alone(tmp_path: Path) -> None:
+    """An out-of-memory at load is that regime's failure: the trial's own figures stand."""
+    regimes = [Regime(name="many", concurrency=2, requests=4)]
+    r = trial(tmp_path, workload={"questions": 4, "max_tokens": 64, "regimes": regimes},
+              faults=[{"kind": "crash_after", "after": 7}])     # 2 warm-up + 4 + 1
+    assert r.ok and r.aggregates is not None and r.aggregates.requests == 4
+    assert r.gate is not None and r.gate.passed
+    (g,) = r.regimes
+    assert g.status == "failed" and g.message and g.tpot_mean_ms is None
+    assert_clean(r)
+
+
+@pytest.mark.parametrize(("regimes", "says"), [
+    ([{"name": "a", "concurrency": 2}, {"name": "a", "concurrency": 4}], "must differ"),
+    ([{"name": "a", "concurrency": 8, "requests": 4}], "at least its concurrency"),
+    ([{"name": "a", "concurrency": 2, "sla": {"p95_tpot_ms": 0}}], "greater than 0"),
+    ([{"name": "a", "concurrency": 0}], "greater than or equal to 1"),
+])
+def test_an_impossible_regime_is_refused(regimes: list[dict], says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        Workload.model_validate({"regimes": regimes})
+
+
+def test_a_regime_sends_four_requests_per_user_by_default() -> None:
+    assert Regime(name="x", concurrency=16).total == 64

@@ -1,0 +1,104 @@
+"""Load regimes: the same launch measured at other concurrencies, after its own workload.
+
+A regime (:class:`tuner.space.Regime`) sends the workload's measured prompts
+``concurrency`` at a time, ``requests`` of them (reused in order when there are fewer),
+as ``sglang.bench_serving --max-concurrency`` does: a closed loop, each client sending its
+next prompt when its last one ends. Its figures (docs/trials.md, "Load regimes"), all
+machine time:
+
+* TPOT mean and p95 over its requests, TTFT mean and p95 (TTFT includes queueing: a request
+  the server cannot admit waits, and its first token is late);
+* throughput: output tokens over the regime's duration;
+* goodput: requests that met the SLA per second of that duration (all requests when the
+  regime has no SLA), and the share that met it.
+
+A regime that fails (a request refused, the server dead of an out-of-memory at load) is a
+failure of that regime only: it records the reason, and the trial's own figures stand.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel
+
+from tuner.engines import RequestFailed
+from tuner.engines import ServerProtocol
+from tuner.space import Regime
+from tuner.trial._requests import run_requests
+from tuner.trial._stats import percentile
+from tuner.workloads import Prompt
+
+
+class RegimeResult(BaseModel):
+    """One regime's figures (machine time); ``status`` failed: ``message`` says why."""
+
+    name: str
+    concurrency: int
+    status: Literal["ok", "failed"] = "ok"
+    message: str | None = None
+    requests: int = 0
+    duration_s: float | None = None
+    tpot_mean_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    ttft_mean_s: float | None = None
+    ttft_p95_s: float | None = None
+    throughput_tok_s: float | None = None
+    goodput_rps: float | None = None
+    sla_met: float | None = None
+    #: whether the p95 figures meet the regime's SLA (None: no SLA)
+    within_sla: bool | None = None
+
+
+def regime_prompts(prompts: list[Prompt], regime: Regime) -> list[Prompt]:
+    """``regime.total`` prompts, the workload's reused in order (ids made unique)."""
+    if not prompts:
+        return []
+    out = []
+    for i in range(regime.total):
+        p = prompts[i % len(prompts)]
+        out.append(p if i < len(prompts) else _renamed(p, f"{p.id}#{i // len(prompts)}"))
+    return out
+
+
+def _renamed(p: Prompt, new_id: str) -> Prompt:
+    from dataclasses import replace
+
+    return replace(p, id=new_id)
+
+
+def measure_regime(base_url: str, headers: dict[str, str], protocol: ServerProtocol,
+                   prompts: list[Prompt], regime: Regime, *, scale: float,
+                   timeout_s: float) -> RegimeResult:
+    """Send ``regime``'s load and sum it up; a failed request fails the regime."""
+    out = RegimeResult(name=regime.name, concurrency=regime.concurrency)
+    sent = regime_prompts(prompts, regime)
+    t0 = time.monotonic()
+    try:
+        records = run_requests(base_url, headers, protocol, sent, scale=scale,
+                               concurrency=regime.concurrency, timeout_s=timeout_s)
+    except (RequestFailed, httpx.HTTPError) as exc:
+        out.status, out.message = "failed", str(exc) or type(exc).__name__
+        return out
+    duration = (time.monotonic() - t0) * scale
+    tpots = [r.tpot_ms for r in records if r.tpot_ms is not None]
+    ttfts = [r.ttft_s for r in records]
+    sla = regime.sla
+    met = sum(1 for r in records if sla is None or sla.met_by(r.tpot_ms, r.ttft_s))
+    out.requests, out.duration_s = len(records), duration
+    out.tpot_mean_ms = sum(tpots) / len(tpots) if tpots else None
+    out.tpot_p95_ms = percentile(tpots, 95) if tpots else None
+    out.ttft_mean_s = sum(ttfts) / len(ttfts) if ttfts else None
+    out.ttft_p95_s = percentile(ttfts, 95) if ttfts else None
+    if duration > 0:
+        out.throughput_tok_s = sum(r.completion_tokens for r in records) / duration
+        out.goodput_rps = met / duration
+    out.sla_met = met / len(records) if records else None
+    if sla is not None and records:
+        out.within_sla = ((sla.p95_tpot_ms is None or out.tpot_p95_ms is None
+                           or out.tpot_p95_ms <= sla.p95_tpot_ms)
+                          and (sla.p95_ttft_s is None or out.ttft_p95_s is None
+                               or out.ttft_p95_s <= sla.p95_ttft_s))
+    return out
