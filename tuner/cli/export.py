@@ -21,6 +21,8 @@ def export(
     tpot_tolerance: float = typer.Option(0.15, min=0.0, max=10.0, callback=finite,
                                          help="how much slower than measured a verify "
                                          "probe may be (0.15: 15%)"),
+    regime: str = typer.Option(None, help="export the pick of this load regime (the "
+                               "workload's regimes; `tuner report` lists them) instead"),
 ) -> None:
     """Write sglang.yaml, sglang.env, launch.sh and profile.yaml for one trial."""
     from tuner.cli._common import console
@@ -43,7 +45,8 @@ def export(
     st, loc = open_study(study, storage, artifacts)
     rows = summaries(st)                  # read once: a study may hold 10,000s of trials
     answer = study_answer(st, rows)
-    trial = trial_at(st, (chosen := answer.choose(pick)).number)
+    chosen, regime_info = _chosen(answer, rows, pick, regime)
+    trial = trial_at(st, chosen.number)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
     larger = largest_capacity(st, trial.number, rows)
     result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
@@ -67,8 +70,10 @@ def export(
                               trial_number=trial.number, study_name=study,
                               storage_url=redact_url(loc.storage_url), baseline=baseline,
                               gate_floor=floor, tpot_tolerance=tpot_tolerance,
-                              vocab_size=vocab, estimate=chosen.estimate)
-    _say_pick(result, chosen, pick)
+                              vocab_size=vocab, estimate=chosen.estimate,
+                              regime=regime_info)
+    _say_pick(result, chosen, f"regime {regime}" if regime else pick)
+    _say_regime(regime_info)
     _say_ties_and_capacity(st, answer, chosen, larger)
     c = console()
     for f in files:
@@ -76,6 +81,43 @@ def export(
     c.print(f"serve it:  {folder}/launch.sh > server.log 2>&1 &\n"
             f"check it:  tuner verify {folder}/profile.yaml --url http://127.0.0.1:30000 "
             "--log server.log")
+
+
+def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
+            ) -> tuple[Any, dict[str, Any] | None]:
+    """The configuration to export and, for ``--regime``, what the profile records of it."""
+    from tuner.errors import UserError
+    from tuner.study import regime_answers
+    from tuner.study import regime_named
+
+    if regime is None:
+        return answer.choose(pick), None
+    if pick != "fastest":
+        raise UserError("--regime chooses the configuration itself: give it or --pick, "
+                        "not both")
+    g = regime_named(regime_answers(answer, rows), regime)
+    if g.pick is None:
+        raise UserError(f"--regime {regime!r}: no configuration is eligible there (every "
+                        f"gate passed, the regime measured, {g.describe_sla()}); "
+                        "`tuner report` shows why")
+    p = g.pick
+    return p.configuration, {
+        "name": g.name, "concurrency": g.concurrency, "sla": g.sla,
+        "goodput_rps": p.goodput_rps, "throughput_tok_s": p.throughput_tok_s,
+        "tpot_p95_ms": p.tpot_p95_ms, "ttft_p95_s": p.ttft_p95_s, "sla_met": p.sla_met,
+        "launches": p.launches}
+
+
+def _say_regime(g: dict[str, Any] | None) -> None:
+    """The exported regime pick's figures there (what `tuner report` shows for it)."""
+    from tuner.cli._common import console
+
+    if g is None:
+        return
+    console().print(
+        f"at {g['concurrency']} users ({g['name']}): goodput {g['goodput_rps']:.3f} req/s, "
+        f"{g['throughput_tok_s']:.0f} tok/s, p95 TPOT {g['tpot_p95_ms']:.1f} ms, p95 TTFT "
+        f"{g['ttft_p95_s']:.2f} s; mean of {g['launches']} launch(es)", highlight=False)
 
 
 def _model(context: Any, space: Any) -> tuple[str, int | None]:

@@ -44,6 +44,10 @@ def report(
         tables = {"The pick (tuner export --pick fastest)": display_table(pick_table(data)),
                   "Pareto front": display_table(front), "Leaderboard": display_table(board),
                   "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
+        if data.regimes:
+            from tuner.report import regime_table
+
+            tables["The pick per load regime (tuner export --regime NAME)"] = regime_table(data)
         if data.accuracy is not None and data.accuracy.final_rows:
             tables["Final accuracy sample"] = final_table(data.accuracy)
         page = render(data, tables)
@@ -52,11 +56,13 @@ def report(
     if json_:
         from tuner.report import as_dict
         from tuner.report import pick_row
+        from tuner.report import regime_records
 
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
                                "workload": data.workload, "summary": data.summary(),
                                "pick_note": data.answer.pick_note() if data.answer else None,
                                "pick": pick_row(data),
+                               "regimes": regime_records(data),
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
                                "failures": data.failures().to_dict(orient="records"),

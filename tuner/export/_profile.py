@@ -127,9 +127,11 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
                   tpot_tolerance: float = 0.15, vocab_size: int | None = None,
-                  estimate: Estimate | None = None) -> list[Path]:
+                  estimate: Estimate | None = None,
+                  regime: dict[str, Any] | None = None) -> list[Path]:
     """Write the profile of ``result``; ``estimate``: the finals' pooled TPOT of its
-    configuration (:func:`tuner.study.estimates`), reported instead of the first reading."""
+    configuration (:func:`tuner.study.estimates`), reported instead of the first reading;
+    ``regime``: the load regime it was chosen for and its figures there."""
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
     files = engine.profile_files(
@@ -154,7 +156,10 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "config": result.config,
         "config_hash": result.config_hash,
         "workload": result.workload,
-        "tuned_for": _tuned_for(result.workload),
+        "tuned_for": _tuned_for(result.workload) + (
+            f"; chosen for load regime {regime['name']!r} ({regime['concurrency']} users)"
+            if regime else ""),
+        "regime": regime,
         "figures": figures,
         "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",

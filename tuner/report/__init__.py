@@ -6,6 +6,8 @@ from tuner.report._accuracy import final_table
 from tuner.report._data import StudyData
 from tuner.report._data import collect
 from tuner.report._html import render
+from tuner.report._regimes import regime_records
+from tuner.report._regimes import regime_table
 from tuner.report._tables import display_table
 from tuner.report._tables import front_table
 from tuner.report._tables import leaderboard
@@ -28,5 +30,7 @@ __all__ = [
            "pick_table",
            "print_answer",
            "print_tables",
+           "regime_records",
+           "regime_table",
            "render",
 ]

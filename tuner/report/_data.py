@@ -24,8 +24,10 @@ from tuner.report._accuracy import accuracy_gate
 from tuner.space import value_key
 from tuner.study import Answer
 from tuner.study import Configuration
+from tuner.study import RegimeAnswer
 from tuner.study import Role
 from tuner.study import context_of
+from tuner.study import regime_answers
 from tuner.study import study_answer
 from tuner.study import summaries
 
@@ -47,6 +49,8 @@ class StudyData:
     accuracy: AccuracyGate | None = None
     #: what the study was measured on (``math (GSM8K)``, ``mix code 0.60 / chat 0.40``)
     workload: str = ""
+    #: the answer of each load regime its launches measured (:func:`regime_answers`)
+    regimes: list[RegimeAnswer] = field(default_factory=list)
 
     @property
     def pick_number(self) -> int | None:
@@ -156,7 +160,8 @@ def collect(study: Any) -> StudyData:
                      with_accuracy=answer.with_accuracy, answer=answer,
                      importance=tpot_importance(study, df),
                      accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
-                     if answer.with_accuracy else None, workload=workload_text(study))
+                     if answer.with_accuracy else None, workload=workload_text(study),
+                     regimes=regime_answers(answer, every))
 
 
 def workload_text(study: Any) -> str:

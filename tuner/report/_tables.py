@@ -8,6 +8,7 @@ import pandas as pd
 
 from tuner.report._data import StudyData
 from tuner.report._data import differs
+from tuner.report._regimes import print_regimes
 
 
 def _num(v: Any) -> Any:
@@ -135,6 +136,7 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
                       d["accuracy [95% CI]"], d["accept"], d["speed-up"],
                       r["differs_from_baseline"], f"[{colour}]{r['verdict']}[/]")
         out.print(t)
+    print_regimes(out, data)
     _plain_table(out, "Failures by reason", data.failures())
     if data.accuracy is not None:
         from tuner.report._accuracy import final_table
@@ -182,6 +184,7 @@ def print_answer(out: Any, data: StudyData) -> None:
     out.print(t)
     for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
         out.print(f"{d['trial']}: {differs(r, data.baseline) or '-'}", highlight=False)
+    print_regimes(out, data)
 
 
 def _plain_table(out: Any, title: str, df: pd.DataFrame) -> None:

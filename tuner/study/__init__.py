@@ -29,6 +29,10 @@ from tuner.study._record import study_id
 from tuner.study._record import tell_result
 from tuner.study._record import trial_at
 from tuner.study._record import write_legacy_constraints
+from tuner.study._regimes import RegimeAnswer
+from tuner.study._regimes import RegimeRow
+from tuner.study._regimes import regime_answers
+from tuner.study._regimes import regime_named
 from tuner.study._samplers import SAMPLERS
 from tuner.study._samplers import make_sampler
 from tuner.study._stand_ins import sampler_trials
@@ -63,6 +67,8 @@ __all__ = [
            "Estimate",
            "LockHeld",
            "Proposal",
+           "RegimeAnswer",
+           "RegimeRow",
            "Role",
            "StudyContext",
            "StudyLocation",
@@ -85,6 +91,8 @@ __all__ = [
            "make_sampler",
            "open_study",
            "redact_url",
+           "regime_answers",
+           "regime_named",
            "sampler_trials",
            "slug",
            "storage_problem",

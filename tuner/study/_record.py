@@ -87,11 +87,24 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
             attrs["class_tpot_ms"] = {c: f.tpot_ms for c, f in a.shown_classes().items()}
         if baseline_tpot and a.tpot_ms:
             attrs["speedup"] = baseline_tpot / a.tpot_ms
+    if result.regimes:
+        attrs["regimes"] = regime_attrs(result)
     if result.gate is not None:
         attrs["gate"] = [r.rule for r in result.gate.fired()]
         attrs["gate_detail"] = "; ".join(r.detail for r in result.gate.rules)[:1000]
         attrs["feasible"] = result.gate.passed
     return attrs
+
+
+def regime_attrs(result: TrialResult) -> dict[str, dict[str, Any]]:
+    """Each load regime's figures, by name, with its load and SLA."""
+    from tuner.space import Workload
+
+    wl = Workload.from_record(result.workload)
+    slas = {r.name: r.sla.model_dump(exclude_none=True) for r in (wl.regimes if wl else [])
+            if r.sla is not None}
+    return {g.name: {**g.model_dump(exclude={"name"}), "sla": slas.get(g.name)}
+            for g in result.regimes}
 
 
 def upload_artifacts(study: Any, trial: Any, store: Any, result: TrialResult,

@@ -1,0 +1,77 @@
+"""A simulated sweep with a load regime, end to end through real processes: the report
+answers each regime, and ``export --regime`` writes the regime's pick, within its SLA."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import GSM8K_DIR
+from tests.conftest import SPARK
+from tests.conftest import tuner_argv
+
+
+pytestmark = pytest.mark.slow
+SLA_MS = 400.0
+
+
+def _tuner(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(tuner_argv(*args), capture_output=True, text=True, timeout=600,
+                          cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("regimes")
+    text = SPARK.read_text().replace("--max-running-requests: 1\n",
+                                     "--max-running-requests: 4\n")
+    text = text.replace("workload:\n", "workload:\n  regimes:\n    - {name: four, "
+                        f"concurrency: 4, requests: 8, sla: {{p95_tpot_ms: {SLA_MS}}}}}\n", 1)
+    (tmp / "space.yaml").write_text(text)
+    r = _tuner(tmp, "sweep", str(tmp / "space.yaml"), "--engine", "sim", "--ray-address",
+               "none", "--trials", "4", "--questions", "4", "--max-tokens", "256",
+               "--final-questions", "0", "--gsm8k", str(GSM8K_DIR), "--storage",
+               str(tmp / "s.db"), "--study", "s", "--workdir", str(tmp / "runs"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "for four (4 users): #" in r.stdout
+    return tmp
+
+
+def test_the_report_answers_each_regime(study: Path) -> None:
+    r = _tuner(study, "report", "s", "--storage", str(study / "s.db"), "--json")
+    assert r.returncode == 0, r.stderr
+    (g,) = json.loads(r.stdout)["regimes"]
+    assert (g["regime"], g["concurrency"], g["sla"]) == ("four", 4, {"p95_tpot_ms": SLA_MS})
+    assert g["measured"] >= 2 and g["pick"] is not None
+    assert g["pick"]["goodput_rps"] == max(x["goodput_rps"] for x in g["front"])
+    assert g["pick"]["tpot_p95_ms"] <= SLA_MS and g["pick"]["within_sla"] is True
+
+
+def test_export_regime_writes_the_regimes_pick(study: Path) -> None:
+    report = json.loads(_tuner(study, "report", "s", "--storage", str(study / "s.db"),
+                               "--json").stdout)
+    pick = report["regimes"][0]["pick"]
+    r = _tuner(study, "export", "s", "--storage", str(study / "s.db"), "--regime", "four",
+               "--out", str(study / "p"))
+    assert r.returncode == 0, r.stderr
+    profile = yaml.safe_load((study / "p" / "profile.yaml").read_text())
+    assert profile["config"] == pick["config"]
+    assert profile["regime"]["name"] == "four"
+    assert profile["regime"]["tpot_p95_ms"] <= SLA_MS
+    assert "load regime 'four'" in profile["tuned_for"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--regime", "sixteen"], "no such regime"),
+    (["--regime", "four", "--pick", "knee"], "not both"),
+])
+def test_a_regime_export_that_cannot_be_is_refused(study: Path, args: list[str],
+                                                   says: str) -> None:
+    r = _tuner(study, "export", "s", "--storage", str(study / "s.db"), *args, "--out",
+               str(study / "never"))
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert not (study / "never").exists()

@@ -1,0 +1,76 @@
+"""The answer per load regime (tuner.study.regime_answers): only admissible configurations
+whose every launch measured the regime within its SLA are eligible; the pick is the one
+with the most goodput; the figures pool every launch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tuner.errors import UserError
+from tuner.study import Role
+from tuner.study import TrialSummary
+from tuner.study import answer_of
+from tuner.study import regime_answers
+from tuner.study import regime_named
+
+
+SLA = {"p95_tpot_ms": 100.0}
+
+
+def _g(goodput: float | None, *, within: bool | None = True, failed: bool = False
+       ) -> dict[str, Any]:
+    if failed:
+        return {"status": "failed", "message": "server died", "concurrency": 16, "sla": SLA}
+    return {"status": "ok", "concurrency": 16, "sla": SLA, "goodput_rps": goodput,
+            "throughput_tok_s": (goodput or 0) * 500, "tpot_p95_ms": 80.0,
+            "ttft_p95_s": 2.0, "sla_met": 1.0 if within else 0.5, "within_sla": within}
+
+
+def _t(n: int, regime: dict[str, Any], *, role: Role = Role.TRIAL, feasible: bool = True,
+       remeasure_of: int | None = None, tpot: float = 20.0) -> TrialSummary:
+    return TrialSummary(n, "COMPLETE", role, values=[tpot, 0.9], feasible=feasible,
+                        config={"k": n if remeasure_of is None else remeasure_of},
+                        tpot_ms=tpot, tpot_ci95=[tpot * 0.98, tpot * 1.02], accuracy=0.9,
+                        gate=[] if feasible else ["collapse"], remeasure_of=remeasure_of,
+                        regimes={"sixteen": regime})
+
+
+def test_the_pick_is_the_eligible_configuration_with_the_most_goodput() -> None:
+    rows = [_t(0, _g(0.10), role=Role.BASELINE, tpot=30.0),
+            _t(1, _g(0.90, within=False)),          # missed the SLA
+            _t(2, _g(None, failed=True)),            # the regime failed on this launch
+            _t(3, _g(0.95), feasible=False),         # gated at batch 1: accuracy matters
+            _t(4, _g(0.40), tpot=25.0),
+            _t(5, _g(0.20), tpot=10.0)]              # the workload's own pick
+    answer = answer_of(rows, with_accuracy=True)
+    (g,) = regime_answers(answer, rows)
+    assert (g.name, g.concurrency, g.sla) == ("sixteen", 16, SLA)
+    assert {r.number: r.eligible for r in g.rows} == {0: True, 1: False, 2: False, 3: False,
+                                                      4: True, 5: True}
+    assert g.pick is not None and g.pick.number == 4
+    assert answer.pick is not None and answer.pick.number == 5   # batch 1 answers otherwise
+    assert [r.number for r in g.front] == [4]       # same accuracy: goodput decides
+    assert g.describe_sla() == "p95 TPOT <= 100 ms"
+
+
+def test_every_launch_counts_one_missed_sla_makes_a_configuration_ineligible() -> None:
+    rows = [_t(0, _g(0.10), role=Role.BASELINE),
+            _t(1, _g(0.50)),
+            _t(2, _g(0.30, within=False), role=Role.REMEASURE, remeasure_of=1),
+            _t(3, _g(0.20)),
+            _t(4, _g(0.40), role=Role.REMEASURE, remeasure_of=3)]
+    (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    by = {r.number: r for r in g.rows}
+    assert not by[1].eligible and by[1].launches == 2
+    assert by[3].goodput_rps == pytest.approx(0.30) and by[3].launches == 2
+    assert g.pick is not None and g.pick.number == 3
+
+
+def test_a_regime_nobody_measured_is_named_with_those_there_are() -> None:
+    rows = [_t(0, _g(0.10), role=Role.BASELINE)]
+    answers = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    with pytest.raises(UserError, match=r"no such regime .*'sixteen'"):
+        regime_named(answers, "eight")
+    assert regime_answers(answer_of([], with_accuracy=True), []) == []

@@ -1,0 +1,89 @@
+"""The report's answer per load regime: "for 1 user: #A; for 16 users: #B".
+
+Read from :func:`tuner.study.regime_answers` (the same rule ``tuner export --regime``
+follows), one row per regime: its load and SLA, its pick and the pick's figures there, and
+how many configurations measured it and were eligible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from tuner.report._data import StudyData
+from tuner.report._data import differs
+from tuner.study import RegimeRow
+
+
+def _figures(r: RegimeRow) -> dict[str, Any]:
+    return {"trial": r.number, "config": r.configuration.config,
+            "goodput_rps": r.goodput_rps, "throughput_tok_s": r.throughput_tok_s,
+            "tpot_p95_ms": r.tpot_p95_ms, "ttft_p95_s": r.ttft_p95_s, "sla_met": r.sla_met,
+            "within_sla": r.within_sla, "launches": r.launches,
+            "accuracy": r.configuration.accuracy}
+
+
+def regime_records(data: StudyData) -> list[dict[str, Any]]:
+    """Each regime as a JSON-ready record (``tuner report --json``'s ``regimes``)."""
+    out = []
+    for g in data.regimes:
+        out.append({"regime": g.name, "concurrency": g.concurrency, "sla": g.sla,
+                    "measured": len(g.rows), "eligible": sum(r.eligible for r in g.rows),
+                    "pick": _figures(g.pick) if g.pick is not None else None,
+                    "front": [_figures(r) for r in g.front]})
+    return out
+
+
+def _f(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def regime_table(data: StudyData) -> pd.DataFrame:
+    """One text row per regime (the terminal and the HTML page)."""
+    rows = []
+    for g in data.regimes:
+        p = g.pick
+        rows.append({
+            "regime": g.name, "users": g.concurrency, "SLA": g.describe_sla(),
+            "pick": f"#{p.number}" if p is not None else "none eligible",
+            "goodput req/s": _f(p.goodput_rps if p else None, ".3f"),
+            "tok/s": _f(p.throughput_tok_s if p else None, ".0f"),
+            "p95 TPOT ms": _f(p.tpot_p95_ms if p else None, ".1f"),
+            "p95 TTFT s": _f(p.ttft_p95_s if p else None, ".2f"),
+            "eligible": f"{sum(r.eligible for r in g.rows)} of {len(g.rows)}",
+            "differs from the baseline": differs(_config_row(p), data.baseline) if p else ""})
+    return pd.DataFrame(rows)
+
+
+def _config_row(r: RegimeRow) -> dict[str, Any]:
+    return {"config": r.configuration.config}
+
+
+def regime_sentence(data: StudyData) -> str | None:
+    """``for the workload (1 user): #3; for sixteen (16 users): #7``, or None."""
+    if not data.regimes:
+        return None
+    main = f"#{data.pick_number}" if data.pick_number is not None else "none"
+    parts = [f"for the workload itself: {main}"]
+    parts += [f"for {g.name} ({g.concurrency} users): "
+              + (f"#{g.pick.number}" if g.pick else "none eligible") for g in data.regimes]
+    return "; ".join(parts)
+
+
+def print_regimes(out: Any, data: StudyData) -> None:
+    """The regime table and sentence (nothing when the study measured no regimes)."""
+    from rich.table import Table
+
+    df = regime_table(data)
+    if df.empty:
+        return
+    t = Table(title="The pick per load regime (tuner export --regime NAME)")
+    for col in df.columns:
+        t.add_column(col, overflow="fold")
+    for _, r in df.iterrows():
+        t.add_row(*(str(r[c]) for c in df.columns))
+    out.print(t)
+    sentence = regime_sentence(data)
+    if sentence:
+        out.print(sentence, highlight=False)
