@@ -34,6 +34,11 @@ class LoadResult:
     tokens_per_s: float             # input + output tokens over the run's duration
     most_running: int               # the largest running batch seen
     pool_tokens: int
+    duration_ms: float = 0.0
+    #: per request, in completion order: TTFT and TPOT (machine ms), output tokens
+    ttft_ms: tuple[float, ...] = ()
+    tpot_ms: tuple[float, ...] = ()
+    outputs: tuple[int, ...] = ()
 
 
 def core_for(argv: list[str], machine: Machine, model: Model) -> Core:
@@ -61,9 +66,13 @@ def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: s
 
 
 def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int,
-                output_tokens: int, kind: str = "greedy", content: str = "random",
-                seed: int = 0) -> LoadResult:
-    """Run ``prompts`` requests of fixed lengths through ``core`` at ``concurrency``."""
+                output_tokens: int | list[int], kind: str = "greedy",
+                content: str = "random", seed: int = 0, cached_tokens: int = 0
+                ) -> LoadResult:
+    """Run ``prompts`` requests through ``core`` at ``concurrency``: ``input_tokens`` each
+    (``cached_tokens`` of them served from the prefix cache), ``output_tokens`` each or,
+    given a list, the i-th request's (cycled)."""
+    outs = output_tokens if isinstance(output_tokens, list) else [output_tokens]
     rng = random.Random(seed)
     t = 0.0                                      # machine milliseconds
     sent = 0
@@ -71,10 +80,14 @@ def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int
     tpot: list[float] = []
     most = 0
 
+    done_out: list[int] = []
+
     def send(now: float) -> None:
         nonlocal sent
-        core.pending.append(_request(core, sent, input_tokens, output_tokens, kind, content,
-                                     rng, now))
+        r = _request(core, sent, input_tokens, outs[sent % len(outs)], kind, content, rng,
+                     now)
+        r.cached_tokens = min(cached_tokens, max(0, input_tokens - 1))
+        core.pending.append(r)
         sent += 1
 
     for _ in range(min(concurrency, prompts)):
@@ -95,8 +108,11 @@ def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int
             assert r.t_first is not None
             ttft.append(r.t_first - r.t_submit)
             tpot.append((t - r.t_first) / max(1, r.emitted - 1))
+            done_out.append(r.emitted)
             if sent < prompts:
                 send(t)
+    total = prompts * input_tokens + sum(done_out)
     return LoadResult(mean_ttft_ms=sum(ttft) / len(ttft), mean_tpot_ms=sum(tpot) / len(tpot),
-                      tokens_per_s=prompts * (input_tokens + output_tokens) / (t / 1000.0),
-                      most_running=most, pool_tokens=core.limits.pool_tokens)
+                      tokens_per_s=total / (t / 1000.0), most_running=most,
+                      pool_tokens=core.limits.pool_tokens, duration_ms=t,
+                      ttft_ms=tuple(ttft), tpot_ms=tuple(tpot), outputs=tuple(done_out))

@@ -1,0 +1,208 @@
+"""How close does a sweep get to the true best configuration of a load regime? Ground truth
+by exhaustive enumeration, as ``search_efficiency.py`` does for batch 1.
+
+    .venv/bin/python benchmarks/regime_search.py --seeds 6 --budget 30 --sla-ms 60
+
+The space is the Spark space serving up to 16 requests at once (``--max-running-requests
+16``) with one regime: 16 users, ``--requests`` GSM8K-shaped requests (5-shot prompt of
+1,600 tokens whose few-shot prefix is cached, lognormal outputs as the simulator's GSM8K
+model, capped at 2,048), and a p95 TPOT SLA (``--sla-ms``). Truth per canonical
+configuration: the batch-1 truth of ``search_efficiency.World`` (TPOT, whether it starts,
+accept length, accuracy) and the regime's goodput (SLA-meeting requests per second) from
+the simulator's own scheduler replayed without noise (``tuner_sim.load.closed_loop``: its
+admission by pool and batch size, prefill and batch decode). A configuration whose p95 TPOT
+misses the SLA has no goodput there.
+
+The sweep is the product's (``Driver``, default settings: it searches the workload's own
+objective, batch-1 TPOT); the trial runner answers from the truth with launch and
+measurement noise (CVs as ``search_efficiency.py``'s), the regime's goodput scaled by the
+launch's speed factor. Per seed: the regime's pick (``tuner.study.regime_answers``, what
+``export --regime`` writes) and its true goodput / the true best eligible goodput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.search_efficiency import SPARK
+from benchmarks.search_efficiency import Truth
+from benchmarks.search_efficiency import TruthRunner
+from benchmarks.search_efficiency import World
+from benchmarks.search_efficiency import _lognormal
+from benchmarks.search_efficiency import feasible
+from tuner.space import SearchSpace
+from tuner.space import parse_space
+from tuner.study import locate
+from tuner.study import regime_answers
+from tuner.study import study_answer
+from tuner.study import summaries
+from tuner.sweep._base import TrialJob
+from tuner.sweep._driver import Driver
+from tuner.sweep._driver import SweepSettings
+from tuner.trial import RegimeResult
+from tuner.trial import TrialOptions
+from tuner.trial import TrialResult
+from tuner.trial._stats import percentile
+from tuner_sim.load import closed_loop
+from tuner_sim.load import core_for
+
+
+PROMPT, CACHED, CAP = 1600, 1500, 2048
+
+
+def load_space(sla_ms: float, requests: int) -> SearchSpace:
+    text = SPARK.read_text().replace("--max-running-requests: 1\n",
+                                     "--max-running-requests: 16\n")
+    text = text.replace("workload:\n", "workload:\n  regimes:\n    - {name: sixteen, "
+                        f"concurrency: 16, requests: {requests}, "
+                        f"sla: {{p95_tpot_ms: {sla_ms}}}}}\n", 1)
+    return parse_space(text, file="the Spark space serving 16 at once")
+
+
+class RegimeWorld(World):
+    """:class:`World` plus each configuration's noise-free figures in the regime."""
+
+    def __init__(self, space: SearchSpace, sla_ms: float, requests: int) -> None:
+        super().__init__(space)
+        self.sla_ms, self.requests = sla_ms, requests
+        g = self.model.gsm8k
+        rng = random.Random("regime-lengths")
+        self.outputs = [min(CAP, max(2, round(g.output_tokens_median * math.exp(
+            rng.gauss(0.0, g.output_tokens_sigma))))) for _ in range(requests)]
+        self.regime: dict[str, RegimeResult | None] = {}
+
+    def in_regime(self, config: Any) -> RegimeResult | None:
+        """The regime's noise-free figures (None: the configuration does not start)."""
+        h = config.hash()
+        if h not in self.regime:
+            self.regime[h] = self._regime(config) if self.truth(config).starts else None
+        return self.regime[h]
+
+    def _regime(self, config: Any) -> RegimeResult:
+        plan = self.engine.plan(self.space, config)
+        core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
+                        self.model)
+        r = closed_loop(core, prompts=self.requests, concurrency=16, input_tokens=PROMPT,
+                        cached_tokens=CACHED, output_tokens=self.outputs, kind="sampled",
+                        content="math")
+        dur = r.duration_ms / 1000
+        p95 = percentile(list(r.tpot_ms), 95)
+        met = sum(1 for t in r.tpot_ms if t <= self.sla_ms)
+        within = p95 <= self.sla_ms
+        return RegimeResult(
+            name="sixteen", concurrency=16, requests=self.requests, duration_s=dur,
+            tpot_mean_ms=statistics.fmean(r.tpot_ms), tpot_p95_ms=p95,
+            ttft_mean_s=statistics.fmean(r.ttft_ms) / 1000,
+            ttft_p95_s=percentile(list(r.ttft_ms), 95) / 1000,
+            throughput_tok_s=sum(r.outputs) / dur, goodput_rps=met / dur,
+            sla_met=met / self.requests, within_sla=within)
+
+    def goodput(self, config: Any) -> float:
+        """The regime's true goodput of an eligible configuration, else 0."""
+        g = self.in_regime(config)
+        ok = feasible(self.truth(config), self.baseline(), self.space)
+        return (g.goodput_rps or 0.0) if g is not None and ok and g.within_sla else 0.0
+
+
+class RegimeRunner(TruthRunner):
+    """:class:`TruthRunner` whose launches also report the regime, with the same noise."""
+
+    world: RegimeWorld
+
+    def _run(self, job: TrialJob) -> TrialResult:
+        res = super()._run(job)
+        g = self.world.in_regime(job.config)
+        if res.ok and g is not None:
+            f = _lognormal(self.rng, self.launch_cv) * _lognormal(self.rng, self.cv)
+            res.regimes = [g.model_copy(update={
+                "duration_s": (g.duration_s or 0) * f,
+                "tpot_mean_ms": (g.tpot_mean_ms or 0) * f,
+                "tpot_p95_ms": (g.tpot_p95_ms or 0) * f,
+                "throughput_tok_s": (g.throughput_tok_s or 0) / f,
+                "goodput_rps": (g.goodput_rps or 0) / f,
+                "within_sla": (g.tpot_p95_ms or 0) * f <= self.world.sla_ms})]
+        return res
+
+
+def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
+            args: argparse.Namespace, tmp: Path) -> tuple[float, Truth | None]:
+    space = world.space
+    runner = RegimeRunner(world, seed=seed, cv=args.cv, launch_cv=args.launch_cv,
+                          questions=space.spec.workload.questions or 60)
+    opts = TrialOptions(workdir=tmp, workload=space.spec.workload)
+    name = f"regime-{seed}-{budget}"
+    settings = SweepSettings(study_name=name, location=locate(str(tmp / f"{name}.db"), "x"),
+                             trials=budget, seed=seed)
+    study = Driver(space, world.engine, opts, settings, lambda: runner).run()
+    rows = summaries(study)
+    (g,) = regime_answers(study_answer(study, rows), rows) or [None]
+    if g is None or g.pick is None:
+        return math.inf, None
+    cfg = world.engine.canonicalize(space, g.pick.configuration.config)
+    got = world.goodput(cfg)
+    return (best / got if got > 0 else math.inf), world.truth(cfg)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, default=6)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--budget", type=int, default=30)
+    p.add_argument("--sla-ms", type=float, default=60.0)
+    p.add_argument("--requests", type=int, default=64)
+    p.add_argument("--cv", type=float, default=0.025)
+    p.add_argument("--launch-cv", type=float, default=0.02)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    world = RegimeWorld(load_space(args.sla_ms, args.requests), args.sla_ms, args.requests)
+    truths = world.enumerate()
+    configs = {h: world.engine.canonicalize(world.space, t.config) for h, t in truths.items()}
+    good = {h: world.goodput(c) for h, c in configs.items()}
+    best_h = max(good, key=lambda h: good[h])
+    base = world.baseline()
+    ok1 = [h for h, t in truths.items() if feasible(t, base, world.space)]
+    best1 = min(ok1, key=lambda h: truths[h].tpot_ms)
+    out: dict[str, Any] = {
+        "configurations": len(truths), "eligible_in_regime": sum(v > 0 for v in good.values()),
+        "best_batch1": {"config": truths[best1].config, "tpot_ms": truths[best1].tpot_ms,
+                        "regime_goodput_rps": good[best1]},
+        "best_regime": {"config": truths[best_h].config, "goodput_rps": good[best_h],
+                        "tpot_ms": truths[best_h].tpot_ms},
+        "differ": best1 != best_h, "runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            ratio, pick = one_run(world, good[best_h], seed, args.budget, args, Path(tmp))
+            out["runs"].append({"seed": seed, "ratio": ratio,
+                                "pick": pick.config if pick else None})
+    ratios = [r["ratio"] for r in out["runs"]]
+    out["median_ratio"] = statistics.median(ratios)
+    out["worst_ratio"] = max(ratios)
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(f"{out['configurations']} configurations, {out['eligible_in_regime']} eligible "
+              f"at 16 users (p95 TPOT <= {args.sla_ms:g} ms)")
+        print(f"true best at batch 1: {out['best_batch1']}")
+        print(f"true best at 16 users: {out['best_regime']}")
+        print(f"they differ: {out['differ']}")
+        for r in out["runs"]:
+            print(f"seed {r['seed']}: best goodput / the regime pick's = {r['ratio']:.4f}  "
+                  f"{r['pick']}")
+        print(f"median {out['median_ratio']:.4f}, worst {out['worst_ratio']:.4f} "
+              f"(budget {args.budget})")
+    return out
+
+
+if __name__ == "__main__":
+    main()
