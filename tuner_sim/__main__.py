@@ -20,7 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from tuner_sim.calibrate import rows
 
-    table = rows(args.machine)
+    try:
+        table = rows(args.machine)
+    except LookupError as exc:              # an unknown --machine: one line, not a traceback
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps([{**r.__dict__, "error_pct": r.error_pct, "ok": r.ok} for r in table],
                          indent=2))

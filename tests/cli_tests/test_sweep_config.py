@@ -29,6 +29,7 @@ def _night(tmp: Path, **extra: object) -> Path:
 @pytest.mark.slow
 def test_a_night_runs_from_a_file_and_the_command_line_overrides_it(tmp_path: Path) -> None:
     night = _night(tmp_path)
+    (night.parent / "out").mkdir()          # a storage's folder must exist (docs/sweep.md)
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     proc = subprocess.run(tuner_argv("sweep", "--config", str(night), "--trials", "3"),

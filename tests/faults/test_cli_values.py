@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GSM8K_DIR
+from tests.conftest import H200
+from tests.conftest import REPO
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 
@@ -47,6 +49,62 @@ def test_an_impossible_value_is_refused_in_one_line(tmp_path: Path, args: list[s
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "trials").exists()         # nothing created
+
+
+#: a sweep that would end fast if a bad value got through (1 trial of 4 questions)
+SWEEP1 = [*SWEEP, "--trials", "1", "--questions", "4"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ([*SWEEP1, "--seed", str(2**64)], "--seed"),                    # once a traceback
+    ([*SWEEP1, "--trial-timeout", "inf"], "--trial-timeout"),       # once run as never
+    ([*SWEEP1, "--startup-timeout", "inf"], "--startup-timeout"),
+    ([*SWEEP1, "--study", ""], "--study ''"),                       # once accepted
+    ([*SWEEP1, "--study", "a\x1b[2Jb"], "--study"),                # printed by every reader
+    ([*SWEEP1, "--storage", ""], "--storage is empty"),             # once a traceback
+    ([*SWEEP1, "--ray-address", ""], "--ray-address is empty"),     # once a local Ray
+    ([*SWEEP1, "--sim-faults", ""], "--sim-faults: not JSON"),      # once ignored
+    ([*SWEEP1, "--sim-faults", '[{"kind": "bogus"}]'], "unknown kind 'bogus'"),
+    ([*SWEEP1, "--sampler", "bogus"], "--sampler"),                 # once left trials/runs
+    ([*SWEEP1, "--artifacts", "@TMP/FILE"], "--artifacts"),         # once left the study
+    ([*SWEEP1, "--api-key", "a\nb"], "--api-key"),                 # once 60 s, unready
+    (["trial", str(SPARK), "--api-key", "a\rb"], "--api-key"),
+    (["trial", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--questions", "4",
+      "--out", "@TMP/FILE/r.json"], "--out @TMP/FILE/r.json: cannot write"),  # once after
+
+    (["plan", str(SPARK), "--host", ""], "--host"),                 # once planned
+    (["dashboard", "s", "--host", ""], "--host"),                   # once every interface
+    (["verify", "p.yaml", "--url", "http://[::1"], "--url"),        # once a traceback
+    (["verify", "p.yaml", "--url", "http://127.0.0.1:99999"], "--url"),
+    (["verify", "p.yaml", "--gsm8k", "/no/such"], "GSM8K test split not found"),
+    (["report", "s"], "no study database"),                         # once left trials/
+    (["sim", "calibrate", "--machine", "bogus"], "no machine profile 'bogus'"),
+    (["probe", str(H200), "--from-json", "@TMP/list.json"], "not a probe JSON (a list"),
+    (["probe", str(H200), "--from-json", str(REPO / "tests/probe_tests/probe-h200.json"),
+      "--profile-dir", "@TMP/FILE/p"], "--profile-dir"),
+])
+def test_a_bad_value_is_refused_before_anything_is_created(tmp_path: Path, args: list[str],
+                                                           says: str) -> None:
+    """Issue 24's CLI sweep (benchmarks/cli_values.py): each of these was a traceback, a
+    value accepted in silence, a hang, or a refusal that left files behind."""
+    (tmp_path / "FILE").write_text("x")
+    (tmp_path / "list.json").write_text("[]")
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.replace("@TMP", str(tmp_path)) for a in args]
+    says = says.replace("@TMP", str(tmp_path))
+    if args[0] == "sweep" and "--storage" not in args:
+        args += ["--storage", str(tmp_path / "s.db")]
+    r = _tuner(tmp_path, *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sorted(tmp_path.rglob("*")) == before          # nothing created
+
+
+def test_the_simulators_fault_kinds_are_the_ones_the_tool_checks() -> None:
+    from tuner.cli._engine_options import SIM_FAULT_KINDS
+    from tuner_sim.server import Faults
+
+    assert SIM_FAULT_KINDS == Faults.KINDS
 
 
 def test_a_storage_in_a_missing_folder_creates_no_folder(tmp_path: Path) -> None:

@@ -94,6 +94,40 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def address(value: str | None) -> str | None:
+    """``--host``: an address or host name; empty (every interface, by accident), spaces or
+    control characters are refused."""
+    import typer
+
+    if value is not None and (not value.strip() or not value.isprintable() or " " in value):
+        raise typer.BadParameter(f"{value!r} is not an address or host name (0.0.0.0 binds "
+                                 "every interface)")
+    return value
+
+
+def header_value(value: str | None) -> str | None:
+    """``--api-key``: sent as an HTTP header, so printable and not empty (a newline once
+    left every server unready until the start-up timeout)."""
+    import typer
+
+    if value is not None and (not value.strip() or not value.isprintable()):
+        raise typer.BadParameter("empty, or holds control characters (an HTTP header "
+                                 "cannot carry them)")
+    return value
+
+
+def check_target(option: str, path: Path) -> None:
+    """A file the command writes at its end, checked before the work: not a folder, and
+    under a folder (its nearest existing parent is not a file)."""
+    if path.is_dir():
+        raise UserError(f"{option} {path}: a folder; give a file path")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: cannot write there ({parent} is not a folder)")
+
+
 #: GSM8K's test split: the most questions a GSM8K workload can measure
 GSM8K_QUESTIONS = 1319
 

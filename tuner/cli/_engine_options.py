@@ -25,6 +25,12 @@ SIM_PROFILES = typer.Option(None, exists=True, file_okay=False,
                             "tuner probe)")
 
 
+#: The simulator's fault kinds (``tuner_sim.server.Faults.KINDS``, which this package never
+#: imports; a test keeps the two equal).
+SIM_FAULT_KINDS = ("crash_at_start", "oom_at_start", "crash_after", "hang", "ignore_flag",
+                   "slow_start", "accuracy_drop")
+
+
 @dataclass
 class EngineChoice:
     engine: Engine
@@ -70,6 +76,10 @@ def check_faults(text: str) -> str:
             isinstance(f, dict) and isinstance(f.get("kind"), str) for f in faults):
         raise UserError('--sim-faults: expected a JSON list of objects with a "kind", e.g. '
                         '[{"kind": "oom_at_start"}]')
+    for f in faults:
+        if f["kind"] not in SIM_FAULT_KINDS:
+            raise UserError(f"--sim-faults: unknown kind {f['kind']!r}; expected one of "
+                            f"{', '.join(SIM_FAULT_KINDS)}")
     return text
 
 
@@ -95,7 +105,7 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
         if gsm8k:
             folder = Path("trials/.cache/gsm8k") if gsm8k == "online" else Path(gsm8k)
             env["TUNER_SIM_GSM8K"] = str(folder.resolve())
-        if sim_faults:
+        if sim_faults is not None:
             env["TUNER_SIM_FAULTS"] = check_faults(sim_faults)
         if sim_profiles is not None:
             env["TUNER_SIM_PROFILE_DIR"] = str(Path(sim_profiles).resolve())

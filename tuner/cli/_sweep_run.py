@@ -42,15 +42,36 @@ def check_gsm8k(ctx: typer.Context, gsm8k: str | None) -> None:
 
 def check_workdir(folder: Path) -> None:
     """The server logs' folder can be written (else every launch would fail the same way,
-    the baseline first)."""
-    import tempfile
-
+    the baseline first); checked without leaving it behind (the launches create it), so a
+    later refusal leaves nothing."""
     from tuner.cli._common import writing
+    from tuner.study import try_folder
 
     with writing("--workdir", folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        try_folder(folder)
+
+
+def study_name(given: str | None, default: str) -> str:
+    """``--study``, else the space's name: not empty, no control characters (a name is
+    printed in every command that reads the study, and a terminal would run them)."""
+    from tuner.errors import UserError
+
+    if given is not None and (not given.strip() or not given.isprintable()):
+        raise UserError(f"--study {given!r}: expected a name of printable characters")
+    return given if given is not None else default
+
+
+def check_ray_address(address: str | None) -> None:
+    """A cluster's address, answered by a Ray head; empty is refused (it once started a
+    local instance as if the option were not given)."""
+    from tuner.errors import UserError
+    from tuner.sweep import check_address
+
+    if address is not None and not address.strip():
+        raise UserError("--ray-address is empty: leave it out for a local Ray instance, or "
+                        "give auto, none or HOST:PORT")
+    if address not in (None, "none", "auto", "local"):
+        check_address(address)       # before the study is touched
 
 
 def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
@@ -87,7 +108,6 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.study import slug
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
-    from tuner.sweep import check_address
     from tuner.trial import TrialOptions
     from tuner.trial import workload_vocab
 
@@ -101,7 +121,7 @@ def run_sweep(ctx: typer.Context) -> None:
                            gsm8k=o["gsm8k"], sim_profiles=o["sim_profiles"])
     space = load_checked_space(o["space_file"], choice.engine)
     trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
-    name = o["study"] or space.name
+    name = study_name(o["study"], space.name)
     wl, final_q, final_note = _workload(ctx, o, space)
     caps = engine_capabilities(choice, space) if o["check_engine"] else None
     startup = o["startup_timeout"] or choice.default_startup_timeout()
@@ -118,8 +138,7 @@ def run_sweep(ctx: typer.Context) -> None:
                              search_questions=o["search_questions"],
                              options=resolved_options(ctx))
     ray_address = o["ray_address"]
-    if ray_address not in (None, "", "none", "auto", "local"):
-        check_address(ray_address)       # before the study is touched
+    check_ray_address(ray_address)
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
     if final_note:
         console().print(final_note, highlight=False)

@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from tuner.cli._common import address
+
 
 #: Request methods that only read; every other one is a write and refused by default.
 READS = frozenset({"GET", "HEAD"})
@@ -75,8 +77,8 @@ def dashboard(
     storage: str = typer.Option(None, help="Optuna storage URL or journal file (default "
                                 "trials/<study>.db)"),
     artifacts: str = typer.Option(None, help="artifact folder (default: next to the study)"),
-    host: str = typer.Option("127.0.0.1", help="address to bind (127.0.0.1: this machine "
-                             "only)"),
+    host: str = typer.Option("127.0.0.1", callback=address, help="address to bind "
+                             "(127.0.0.1: this machine only)"),
     port: int = typer.Option(8080, min=1, max=65535, help="port"),
     launches: bool = typer.Option(False, "--launches", help="every launch as a trial (the "
                                   "raw study) instead of one trial per configuration"),

@@ -53,7 +53,7 @@ def export(
     base_trial = baseline_trial(st)
     baseline, base_note = (result_of(st, base_trial, loc.artifacts) if base_trial
                            else (None, None))
-    for n in (note, base_note):
+    for n in dict.fromkeys((note, base_note)):     # trial and baseline may be one trial
         if n:
             console().print(f"[yellow]note[/]: {n}", highlight=False)
     context = context_of(st)

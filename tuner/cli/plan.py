@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tuner.cli._common import address
+
 
 def plan(
     file: Path = typer.Argument(..., help="search-space YAML file"),
@@ -15,7 +17,8 @@ def plan(
     engine_command: str = typer.Option(None, help="entry point before the flags, e.g. "
                                        "'python -m sglang.launch_server' (default: the "
                                        "space's, normally 'sglang serve')"),
-    host: str = typer.Option("127.0.0.1", help="address the server binds"),
+    host: str = typer.Option("127.0.0.1", callback=address,
+                             help="address the server binds"),
     port: int = typer.Option(30000, min=1, max=65535, help="port the server listens on"),
     json_: bool = typer.Option(False, "--json", help="print the LaunchPlan as JSON"),
 ) -> None:

@@ -36,6 +36,7 @@ def probe(
 
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
+    from tuner.cli._common import writing
     from tuner.errors import UserError
     from tuner.probe import fit
     from tuner.probe import probe_shapes
@@ -52,6 +53,9 @@ def probe(
         data = json.loads(from_json.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{from_json}: not a probe JSON ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{from_json}: not a probe JSON (a {type(data).__name__}, not an "
+                        "object)")
     spec = importlib.util.find_spec("tuner_sim")
     root = Path(next(iter(spec.submodule_search_locations or []))) if spec else Path(".")
     base_file = root / "profiles" / "machines" / f"{machine}.yaml"
@@ -59,13 +63,14 @@ def probe(
         raise UserError(f"no base machine profile {machine!r} to calibrate")
     try:
         profile, summary = fit(data, yaml.safe_load(base_file.read_text()))
-    except (KeyError, ValueError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise UserError(f"{from_json}: cannot fit ({exc})") from None
     target = profile_dir / "machines" / f"{machine}.yaml"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("# calibrated by tuner probe; the simulator reads it with "
-                      f"TUNER_SIM_PROFILE_DIR={profile_dir}\n" + yaml.safe_dump(
-                          profile, sort_keys=False))
+    with writing("--profile-dir", profile_dir):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("# calibrated by tuner probe; the simulator reads it with "
+                          f"TUNER_SIM_PROFILE_DIR={profile_dir}\n" + yaml.safe_dump(
+                              profile, sort_keys=False))
     _print_summary(c, summary)
     c.print(f"wrote {target}\nuse it: tuner sweep {space_file} --engine sim --sim-profiles "
             f"{profile_dir}")

@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 
 from tuner.cli import _engine_options as sim_options
+from tuner.cli._common import finite
+from tuner.cli._common import header_value
 from tuner.cli._sweep_config import apply_config
 
 
@@ -44,7 +46,7 @@ def sweep(
     sampler: str = typer.Option("tpe", help="tpe (multivariate, grouped), tpe-independent, "
                                 "nsga2, gp (needs torch), random, grid; each after the "
                                 "search plan's screens (docs/sweep.md)"),
-    seed: int = typer.Option(None, min=0, help="sampler seed"),
+    seed: int = typer.Option(None, min=0, max=2**32 - 1, help="sampler seed"),
     ray_address: str = typer.Option(None, help="default: start a local Ray instance; 'auto' "
                                     "or host:port joins a cluster; 'none': no Ray, trials "
                                     "in local processes"),
@@ -64,12 +66,12 @@ def sweep(
     noise: float = sim_options.NOISE,
     sim_faults: str = sim_options.SIM_FAULTS,
     sim_profiles: Path = sim_options.SIM_PROFILES,
-    trial_timeout: float = typer.Option(None, min=1.0, help="wall seconds before a trial is "
-                                        "cancelled (default 6 h; scaled down for the "
-                                        "simulator)"),
-    startup_timeout: float = typer.Option(None, min=1.0, help="wall seconds a server may take "
-                                          "to be ready (default 1800; scaled for the "
-                                          "simulator)"),
+    trial_timeout: float = typer.Option(None, min=1.0, callback=finite, help="wall seconds "
+                                        "before a trial is cancelled (default 6 h; scaled "
+                                        "down for the simulator)"),
+    startup_timeout: float = typer.Option(None, min=1.0, callback=finite, help="wall seconds "
+                                          "a server may take to be ready (default 1800; "
+                                          "scaled for the simulator)"),
     final_questions: int = typer.Option(None, min=0, max=1319, help="GSM8K questions of "
                                         "every finals launch and of one more baseline "
                                         "launch, gated against each other (a drop the "
@@ -90,8 +92,9 @@ def sweep(
     check_engine: bool = typer.Option(True, help="check the engine's flags and env vars "
                                       "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
-    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
-                                "--api-key and send it (or TUNER_API_KEY); never stored"),
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", callback=header_value,
+                                help="start servers with this --api-key and send it (or "
+                                "TUNER_API_KEY); never stored"),
 ) -> None:
     """Search the space: trial 0 is the baseline, then the sampler proposes; every trial is
     launched, proven, measured and gated; the study survives crashes and resumes.

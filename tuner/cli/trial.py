@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 
 from tuner.cli import _engine_options as sim_options
+from tuner.cli._common import finite
+from tuner.cli._common import header_value
 
 
 def trial(
@@ -26,10 +28,11 @@ def trial(
     questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
     concurrency: int = typer.Option(None, min=1, help="requests in flight (default 1)"),
-    seed: int = typer.Option(None, min=0, help="workload seed"),
+    seed: int = typer.Option(None, min=0, max=2**32 - 1, help="workload seed"),
     baseline: Path = typer.Option(None, help="a baseline TrialResult JSON: gate the accuracy "
                                   "drop against its per-question results"),
-    startup_timeout: float = typer.Option(None, min=1.0, help="seconds to wait for readiness "
+    startup_timeout: float = typer.Option(None, min=1.0, callback=finite,
+                                          help="seconds to wait for readiness "
                                           "(default 1800; scaled down for the simulator)"),
     time_scale: float = sim_options.TIME_SCALE,
     noise: float = sim_options.NOISE,
@@ -38,8 +41,9 @@ def trial(
     check_engine: bool = typer.Option(True, help="check the engine knows every flag and env var "
                                "first (tuner doctor)"),
     workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
-    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="start servers with this "
-                                "--api-key and send it (or TUNER_API_KEY); never stored"),
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", callback=header_value,
+                                help="start servers with this --api-key and send it (or "
+                                "TUNER_API_KEY); never stored"),
     out: Path = typer.Option(None, help="write the TrialResult JSON here"),
     json_: bool = typer.Option(False, "--json", help="print the TrialResult JSON"),
 ) -> None:
@@ -58,6 +62,10 @@ def trial(
     from tuner.trial import TrialResult
     from tuner.trial import run_trial
 
+    if out is not None:               # written at the end: a bad path is refused first
+        from tuner.cli._common import check_target
+
+        check_target("--out", out)
     choice = choose_engine(engine, engine_command=engine_command, time_scale=time_scale,
                            noise=noise, sim_seed=seed or 0, sim_faults=sim_faults, gsm8k=gsm8k,
                            sim_profiles=sim_profiles)

@@ -6,11 +6,35 @@ from pathlib import Path
 
 import typer
 
+from tuner.cli._common import header_value
+
+
+def check_inputs(url: str, gsm8k: str | None) -> None:
+    """``--url`` an http(s) URL with a host and a valid port, ``--gsm8k`` a readable GSM8K
+    folder: refused in one line, not reported as a server that fails its checks."""
+    from urllib.parse import urlsplit
+
+    from tuner.errors import UserError
+
+    try:
+        parts = urlsplit(url)
+        _ = parts.port                                 # raises when out of range
+    except ValueError as exc:
+        raise UserError(f"--url {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"--url {url!r}: expected http://HOST:PORT (the running server)")
+    if gsm8k is not None and gsm8k != "online":
+        from tuner.workloads import gsm8k as data
+
+        for split in ("test", "train"):
+            data.load_split(gsm8k, split)
+
 
 def verify(
     profile: Path = typer.Argument(..., help="profile.yaml written by tuner export"),
     url: str = typer.Option("http://127.0.0.1:30000", help="the running server"),
-    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", help="the server's --api-key "
+    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", callback=header_value,
+                                help="the server's --api-key "
                                 "(or TUNER_API_KEY)"),
     log: Path = typer.Option(None, help="the server's log file: also check its log lines"),
     requests: int = typer.Option(8, min=0, help="requests of the verify workload (0: "
@@ -28,6 +52,7 @@ def verify(
     from tuner.errors import UserError
     from tuner.export import verify as run_verify
 
+    check_inputs(url, gsm8k if requests > 0 else None)
     try:
         data = yaml.safe_load(profile.read_text())
     except (OSError, yaml.YAMLError) as exc:

@@ -43,6 +43,7 @@ from tuner.study._storage import locate
 from tuner.study._storage import redact_url
 from tuner.study._storage import slug
 from tuner.study._storage import storage_problem
+from tuner.study._storage import try_folder
 from tuner.study._summary import Role
 from tuner.study._summary import StudyContext
 from tuner.study._summary import TrialSummary
@@ -104,5 +105,6 @@ __all__ = [
            "tell_result",
            "ties_with",
            "trial_at",
+           "try_folder",
            "write_legacy_constraints",
 ]

@@ -85,8 +85,7 @@ class SweepStudy:
         self.space, self.with_accuracy = space, with_accuracy
         chosen = make_sampler(sampler, seed, space)    # a bad --sampler: nothing created
         location.check_not_lost()
-        if not location.artifacts.parent.is_dir():     # checked now, created by claim()
-            make_artifact_dir(location)
+        make_artifact_dir(location, probe=True)     # checked now, created by claim()
         #: what was repaired before the study was opened (a torn journal record), or None
         self.repair_note = (repair_torn_journal(location.journal) if location.journal
                             else None)

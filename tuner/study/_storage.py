@@ -189,15 +189,35 @@ def repair_torn_journal(path: Path) -> str | None:
             "last whole record")
 
 
-def make_artifact_dir(location: StudyLocation) -> None:
-    """Create the artifact folder; its parent must exist (a mistyped path such as
-    ``sqlite:////missing/s.db`` once created ``/missing``)."""
+def try_folder(folder: Path) -> None:
+    """Check that ``folder`` can be created (when missing) and written, leaving nothing
+    behind: the folders made for the check are removed. Raises :class:`OSError`."""
+    import tempfile
+
+    missing, p = [], folder
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    finally:
+        for made in missing:                      # deepest first
+            with contextlib.suppress(OSError):
+                made.rmdir()
+
+
+def make_artifact_dir(location: StudyLocation, *, probe: bool = False) -> None:
+    """Create the artifact folder (``probe``: only check that it could be, creating
+    nothing); its parent must exist (a mistyped path such as ``sqlite:////missing/s.db``
+    once created ``/missing``)."""
     folder = location.artifacts
     if not folder.parent.is_dir():
         raise UserError(f"--artifacts {folder}: its folder {folder.parent} does not exist "
                         "(create it, or pass --storage/--artifacts in a folder that does)")
     try:
-        folder.mkdir(exist_ok=True)
+        try_folder(folder) if probe else folder.mkdir(exist_ok=True)
     except OSError as exc:
         raise UserError(f"--artifacts {folder}: cannot create it "
                         f"({exc.strerror or exc.__class__.__name__})") from None
@@ -212,8 +232,12 @@ def locate(storage: str | None, study: str, artifacts: str | None = None,
     """Resolve ``--storage``: None (``trials/<study>.db``), a URL, or a journal file path.
     A database server's URL needs ``artifacts`` when ``writing`` (a sweep); a reader (report,
     dashboard, export) without it looks in ``trials/<study>.artifacts``."""
+    if storage is not None and not storage.strip():
+        raise UserError("--storage is empty: give a storage URL or file, or leave it out "
+                        "for trials/<study>.db")
     if storage is None:
-        home.mkdir(parents=True, exist_ok=True)
+        if writing:                 # a reader of a missing study creates no folder
+            home.mkdir(parents=True, exist_ok=True)
         db = home / f"{slug(study)}.db"
         url = f"sqlite:///{db.resolve()}"
         art = Path(artifacts) if artifacts else db.with_suffix(".artifacts")
