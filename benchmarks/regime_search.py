@@ -83,19 +83,23 @@ class RegimeWorld(World):
         self.regime: dict[str, RegimeResult | None] = {}
 
     def in_regime(self, config: Any) -> RegimeResult | None:
-        """The regime's noise-free figures (None: the configuration does not start)."""
-        h = config.hash()
-        if h not in self.regime:
-            self.regime[h] = self._regime(config) if self.truth(config).starts else None
-        return self.regime[h]
-
-    def _regime(self, config: Any) -> RegimeResult:
+        """The regime's noise-free figures (None: the configuration does not start). Two
+        configurations of one speed that admit as many requests at once replay alike."""
+        if not self.truth(config).starts:
+            return None
         plan = self.engine.plan(self.space, config)
         core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
                         self.model)
+        fits = min(core.limits.max_running, core.limits.pool_tokens // (PROMPT + CAP))
+        key = f"{self.space.speed_key(config.as_dict())}|{max(1, fits)}"
+        if key not in self.regime:
+            self.regime[key] = self._regime(core)
+        return self.regime[key]
+
+    def _regime(self, core: Any) -> RegimeResult:
         r = closed_loop(core, prompts=self.requests, concurrency=16, input_tokens=PROMPT,
                         cached_tokens=CACHED, output_tokens=self.outputs, kind="sampled",
-                        content="math")
+                        content="math", max_new_tokens=CAP)
         dur = r.duration_ms / 1000
         p95 = percentile(list(r.tpot_ms), 95)
         met = sum(1 for t in r.tpot_ms if t <= self.sla_ms)

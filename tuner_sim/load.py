@@ -67,11 +67,13 @@ def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: s
 
 def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int,
                 output_tokens: int | list[int], kind: str = "greedy",
-                content: str = "random", seed: int = 0, cached_tokens: int = 0
-                ) -> LoadResult:
+                content: str = "random", seed: int = 0, cached_tokens: int = 0,
+                max_new_tokens: int | None = None) -> LoadResult:
     """Run ``prompts`` requests through ``core`` at ``concurrency``: ``input_tokens`` each
     (``cached_tokens`` of them served from the prefix cache), ``output_tokens`` each or,
-    given a list, the i-th request's (cycled)."""
+    given a list, the i-th request's (cycled). ``max_new_tokens``: the cap each request
+    asks for (what it reserves in the pool), its output then ending naturally; None: the
+    output is the cap (``ignore_eos``, bench_serving's random dataset)."""
     outs = output_tokens if isinstance(output_tokens, list) else [output_tokens]
     rng = random.Random(seed)
     t = 0.0                                      # machine milliseconds
@@ -84,9 +86,12 @@ def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int
 
     def send(now: float) -> None:
         nonlocal sent
-        r = _request(core, sent, input_tokens, outs[sent % len(outs)], kind, content, rng,
-                     now)
+        length = outs[sent % len(outs)]
+        r = _request(core, sent, input_tokens, length, kind, content, rng, now)
         r.cached_tokens = min(cached_tokens, max(0, input_tokens - 1))
+        if max_new_tokens is not None:
+            r.max_new_tokens, r.ignore_eos = max_new_tokens, False
+            r.tokens = ["x"] * min(length, max_new_tokens)
         core.pending.append(r)
         sent += 1
 

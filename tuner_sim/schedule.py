@@ -64,6 +64,8 @@ class Core:
         self.slowdown = slowdown
         self.pending: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
+        #: each decoding request's acceptance chain, by id (the request kept: ids recycle)
+        self._probs: dict[int, tuple[SimRequest, list[float]]] = {}
 
     def reserved(self) -> int:
         return sum(reservation(r) for r in self.running)
@@ -102,8 +104,14 @@ class Core:
 
     def accepted(self, r: SimRequest) -> int:
         """Draft tokens the verify accepts for ``r`` this round (its own random stream)."""
+        held = self._probs.get(id(r))
+        if held is not None and held[0] is r:
+            probs = held[1]
+        else:                   # fixed for a request: its rate, mode and class never change
+            probs = self.perf.position_probs(r.first_rate, r.kind, r.content)
+            self._probs[id(r)] = (r, probs)
         n = 0
-        for p in self.perf.position_probs(r.first_rate, r.kind, r.content):
+        for p in probs:
             if r.rng.random() >= p:
                 break
             n += 1
@@ -133,5 +141,7 @@ class Core:
                 done.append(r)
         if done:
             gone = {id(r) for r in done}
+            for key in gone:
+                self._probs.pop(key, None)
             self.running = [r for r in self.running if id(r) not in gone]
         return produced, done

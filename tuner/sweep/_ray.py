@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from typing import Any
 
 from tuner.errors import UserError
@@ -88,14 +89,7 @@ class RayRunner(TrialRunner):
         self.node_id: str | None = None
         self.started_local = address in (None, "", "local")
         if self.started_local:
-            ncpu = os.cpu_count() or 1
-            ray.init(address="local", include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
-                     resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
-            from tuner.sweep import _reaper
-
-            self.node_id = ray.get_runtime_context().get_node_id()
-            self._reaper = _reaper.start(self.node_id)
+            self._start_local(slots)
         else:
             if address is not None and address != "auto":
                 check_address(address)           # Ray itself retries for minutes
@@ -124,6 +118,29 @@ class RayRunner(TrialRunner):
             self.slots = slots or 1
             opts = {"num_cpus": 1}
         self._task = ray.remote(max_retries=0)(execute_on_node).options(**opts)
+
+    def _start_local(self, slots: int | None) -> None:
+        """Start a local Ray instance, watched from before it starts: Ray's processes
+        inherit this runner's owner tag (``node_id``), so the watcher ends them if the
+        driver is killed even during ``ray.init`` (which once left Ray's agents running for
+        a minute). The trial servers carry the same tag."""
+        from tuner.sweep import _reaper
+        from tuner.sweep._driver import OWNER_ENV
+
+        self.node_id = f"ray-{uuid.uuid4().hex}"
+        before = os.environ.get(OWNER_ENV)
+        os.environ[OWNER_ENV] = self.node_id        # inherited by GCS, raylet, agents
+        try:
+            self._reaper = _reaper.start(self.node_id)
+            ncpu = os.cpu_count() or 1
+            self._ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                           logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
+                           resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
+        finally:
+            if before is None:
+                os.environ.pop(OWNER_ENV, None)
+            else:
+                os.environ[OWNER_ENV] = before
 
     def _session_dir(self) -> str | None:
         try:
