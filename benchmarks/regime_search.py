@@ -144,9 +144,9 @@ class RegimeRunner(TruthRunner):
 
 
 def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
-            args: argparse.Namespace, tmp: Path) -> tuple[float, bool, Truth | None]:
+            args: argparse.Namespace, tmp: Path) -> tuple[float, bool, Truth | None, bool]:
     """(best goodput / the regime pick's true goodput, whether the pick truly meets the
-    SLA, the pick's truth)."""
+    SLA, the pick's truth, whether the answer said the pick is near the SLA's bound)."""
     space = world.space
     runner = RegimeRunner(world, seed=seed, cv=args.cv, launch_cv=args.launch_cv,
                           questions=space.spec.workload.questions or 60)
@@ -158,10 +158,11 @@ def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
     rows = summaries(study)
     (g,) = regime_answers(study_answer(study, rows), rows) or [None]
     if g is None or g.pick is None:
-        return math.inf, False, None
+        return math.inf, False, None, False
     cfg = world.engine.canonicalize(space, g.pick.configuration.config)
     got = world.goodput(cfg, sla=False)
-    return (best / got if got > 0 else math.inf), world.goodput(cfg) > 0, world.truth(cfg)
+    return ((best / got if got > 0 else math.inf), world.goodput(cfg) > 0, world.truth(cfg),
+            bool(g.pick.near_bound(g.sla)))
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -192,9 +193,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "differ": best1 != best_h, "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            ratio, meets, pick = one_run(world, good[best_h], seed, args.budget, args,
-                                         Path(tmp))
+            ratio, meets, pick, near = one_run(world, good[best_h], seed, args.budget, args,
+                                               Path(tmp))
             out["runs"].append({"seed": seed, "ratio": ratio, "meets_sla": meets,
+                                "said_near_bound": near,
                                 "pick": pick.config if pick else None})
     ratios = [r["ratio"] for r in out["runs"]]
     out["median_ratio"] = statistics.median(ratios)
@@ -210,7 +212,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"they differ: {out['differ']}")
         for r in out["runs"]:
             print(f"seed {r['seed']}: best goodput / the regime pick's = {r['ratio']:.4f}, "
-                  f"{'meets' if r['meets_sla'] else 'MISSES'} the SLA  {r['pick']}")
+                  f"{'meets' if r['meets_sla'] else 'MISSES'} the SLA"
+                  f"{' (said: near the bound)' if r['said_near_bound'] else ''}  {r['pick']}")
         print(f"median {out['median_ratio']:.4f}, worst {out['worst_ratio']:.4f}, "
               f"SLA truly missed by {out['sla_missed']} of {len(out['runs'])} picks "
               f"(budget {args.budget})")

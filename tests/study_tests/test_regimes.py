@@ -74,3 +74,15 @@ def test_a_regime_nobody_measured_is_named_with_those_there_are() -> None:
     with pytest.raises(UserError, match=r"no such regime .*'sixteen'"):
         regime_named(answers, "eight")
     assert regime_answers(answer_of([], with_accuracy=True), []) == []
+
+
+def test_a_pick_within_its_sla_by_a_hair_on_one_launch_is_said_to_be() -> None:
+    one = {**_g(0.5), "tpot_p95_ms": 97.0}
+    rows = [_t(0, _g(0.1), role=Role.BASELINE), _t(1, one)]
+    (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    assert g.pick is not None and g.pick.number == 1
+    assert g.pick.near_bound(g.sla) == ["TPOT p95 97 ms against 100 ms"]
+    again = [*rows, _t(2, one, role=Role.REMEASURE, remeasure_of=1)]
+    (g,) = regime_answers(answer_of(again, with_accuracy=True), again)
+    assert g.pick is not None and g.pick.launches == 2 and g.pick.near_bound(g.sla) == []
+    assert g.rows[0].near_bound(g.sla) == []          # 80 ms: far from the bound

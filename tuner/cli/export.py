@@ -101,6 +101,13 @@ def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
                         f"gate passed, the regime measured, {g.describe_sla()}); "
                         "`tuner report` shows why")
     p = g.pick
+    near = p.near_bound(g.sla)
+    if near:
+        from tuner.cli._common import console
+
+        console().print(f"[yellow]note[/]: within the SLA by less than 5% on one launch "
+                        f"({'; '.join(near)}): measure it again before trusting it",
+                        highlight=False)
     return p.configuration, {
         "name": g.name, "concurrency": g.concurrency, "sla": g.sla,
         "goodput_rps": p.goodput_rps, "throughput_tok_s": p.throughput_tok_s,

@@ -31,6 +31,7 @@ def regime_records(data: StudyData) -> list[dict[str, Any]]:
         out.append({"regime": g.name, "concurrency": g.concurrency, "sla": g.sla,
                     "measured": len(g.rows), "eligible": sum(r.eligible for r in g.rows),
                     "pick": _figures(g.pick) if g.pick is not None else None,
+                    "pick_near_sla_bound": g.pick.near_bound(g.sla) if g.pick else [],
                     "front": [_figures(r) for r in g.front]})
     return out
 
@@ -87,3 +88,17 @@ def print_regimes(out: Any, data: StudyData) -> None:
     sentence = regime_sentence(data)
     if sentence:
         out.print(sentence, highlight=False)
+    for line in near_bound_notes(data):
+        out.print(f"[yellow]note[/]: {line}", highlight=False)
+
+
+def near_bound_notes(data: StudyData) -> list[str]:
+    """One sentence per regime whose pick meets its SLA by a hair on one launch."""
+    out = []
+    for g in data.regimes:
+        if g.pick is None or not (near := g.pick.near_bound(g.sla)):
+            continue
+        out.append(f"{g.name}: the pick #{g.pick.number} is within its SLA by less "
+                   f"than 5% on one launch ({'; '.join(near)}); a single reading that "
+                   "close can pass by noise: measure it again before trusting it")
+    return out

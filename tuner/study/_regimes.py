@@ -25,6 +25,10 @@ from tuner.study._answer import Configuration
 from tuner.study._summary import TrialSummary
 
 
+#: how close to an SLA bound one launch's p95 may come before the answer says so
+NEAR_BOUND = 0.05
+
+
 @dataclass(frozen=True)
 class RegimeRow:
     """One configuration's figures in one regime (means over the launches that measured
@@ -44,6 +48,21 @@ class RegimeRow:
     @property
     def number(self) -> int:
         return self.configuration.number
+
+    def near_bound(self, sla: dict[str, float] | None) -> list[str]:
+        """The SLA bounds its p95 figures meet by less than :data:`NEAR_BOUND` on one
+        launch: a single reading that close can pass by noise (benchmarks/README.md,
+        ``regime_search.py``), so a re-measure should decide."""
+        if not sla or self.launches > 1 or not self.within_sla:
+            return []
+        out = []
+        for key, value, unit in (("p95_tpot_ms", self.tpot_p95_ms, "ms"),
+                                 ("p95_ttft_s", self.ttft_p95_s, "s")):
+            bound = sla.get(key)
+            if bound and value is not None and value > bound * (1 - NEAR_BOUND):
+                out.append(f"{key.split('_')[1].upper()} p95 {value:.3g} {unit} against "
+                           f"{bound:g} {unit}")
+        return out
 
 
 @dataclass(frozen=True)
