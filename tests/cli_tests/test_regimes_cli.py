@@ -75,3 +75,28 @@ def test_a_regime_export_that_cannot_be_is_refused(study: Path, args: list[str],
                str(study / "never"))
     assert r.returncode == 2 and says in r.stderr, r.stderr
     assert not (study / "never").exists()
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("four", "expected NAME:USERS"),
+    ("four:0", "workload.regimes[0].concurrency"),
+    ("four:4:p95_tpot_ms=-1", "workload.regimes[0].sla.p95_tpot_ms"),
+    ("four:4:requests=2", "at least its concurrency"),
+    ("four:4:p95_tpot=9", "expected NAME:USERS"),
+])
+def test_a_bad_regime_option_is_refused_in_one_line(tmp_path: Path, value: str,
+                                                     says: str) -> None:
+    r = _tuner(tmp_path, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
+               "--gsm8k", str(GSM8K_DIR), "--regime", value)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "trials").exists()
+
+
+def test_the_regime_option_replaces_the_spaces_regimes(tmp_path: Path) -> None:
+    r = _tuner(tmp_path, "trial", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+               "--questions", "2", "--max-tokens", "64", "--regime", "pair:2:requests=2",
+               "--out", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert [(g["name"], g["concurrency"], g["requests"]) for g in result["regimes"]] == [
+        ("pair", 2, 2)]

@@ -51,6 +51,10 @@ def test_a_night_runs_from_a_file_and_the_command_line_overrides_it(tmp_path: Pa
     ({"trials": 0}, "night.yaml:6: trials: "),
     ({"sampler": ["tpe"]}, "night.yaml:11: sampler: "),
     ({"api-key": "s3cret"}, "night.yaml:11: api-key: an API key does not belong"),
+    ({"regime": [["a:2"]]}, "night.yaml:11: regime: expected a value or a list of values"),
+    # a repeatable option takes one value or a list: both reach the regime's own checks
+    ({"regime": "a:0"}, "workload.regimes[0].concurrency"),
+    ({"regime": ["a:2", "b:0"]}, "workload.regimes[1].concurrency"),
 ])
 def test_a_bad_key_or_value_is_a_located_error(tmp_path: Path, extra: dict[str, object],
                                                located: str) -> None:

@@ -133,10 +133,11 @@ GSM8K_QUESTIONS = 1319
 
 
 def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | None = None,
-                  **updates: Any) -> Any:
+                  regimes: list[str] | None = None, **updates: Any) -> Any:
     """The space's workload with the command line's changes: ``kind`` (``--workload``),
-    ``mix`` (``--mix code=0.6,chat=0.4``, which implies the ``mix`` kind) and plain fields
-    (``None`` leaves the space's). A bad value is one line, exit 2."""
+    ``mix`` (``--mix code=0.6,chat=0.4``, which implies the ``mix`` kind), ``regimes``
+    (``--regime``, replacing the space's) and plain fields (``None`` leaves the space's). A
+    bad value is one line, exit 2."""
     from pydantic import ValidationError
 
     from tuner.space import Workload
@@ -153,15 +154,48 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
         changes.update(kind="mix", mix=parse_mix(mix))
     elif changes.get("kind") == "mix" and not space.spec.workload.mix:
         raise UserError("--workload mix needs --mix, e.g. --mix code=0.6,chat=0.4")
+    if regimes:
+        changes["regimes"] = [parse_regime(r) for r in regimes]
     try:
         wl = Workload.model_validate({**space.spec.workload.model_dump(), **changes})
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise UserError(f"workload: {err['msg'].removeprefix('Value error, ')}") from None
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"])
+        raise UserError(f"workload{where}: {err['msg'].removeprefix('Value error, ')}"
+                        ) from None
     if wl.kind == "gsm8k" and wl.questions > GSM8K_QUESTIONS:   # never clamped in silence
         raise UserError(f"--questions {wl.questions}: GSM8K's test split has "
                         f"{GSM8K_QUESTIONS:,} questions")
     return wl
+
+
+#: what ``--regime NAME:USERS:...`` may set after the concurrency
+REGIME_KEYS = ("requests", "p95_tpot_ms", "p95_ttft_s")
+
+
+def parse_regime(text: str) -> dict[str, Any]:
+    """``sixteen:16:p95_tpot_ms=120,requests=64`` -> a regime's fields (checked by the
+    workload's schema afterwards)."""
+    name, _, rest = text.partition(":")
+    users, _, extra = rest.partition(":")
+    usage = (f"--regime {text!r}: expected NAME:USERS[:KEY=VALUE,...] with keys "
+             f"{', '.join(REGIME_KEYS)} (e.g. sixteen:16:p95_tpot_ms=120)")
+    try:
+        out: dict[str, Any] = {"name": name.strip(), "concurrency": int(users)}
+        sla: dict[str, float] = {}
+        for item in filter(None, (x.strip() for x in extra.split(","))):
+            key, sep, raw = item.partition("=")
+            if not sep or key.strip() not in REGIME_KEYS:
+                raise UserError(usage)
+            if key.strip() == "requests":
+                out["requests"] = int(raw)
+            else:
+                sla[key.strip()] = float(raw)
+    except ValueError:
+        raise UserError(usage) from None
+    if sla:
+        out["sla"] = sla
+    return out
 
 
 def parse_mix(text: str) -> dict[str, float]:

@@ -59,7 +59,11 @@ def read_config(ctx: typer.Context, params: list[Any], path: Path) -> dict[str, 
         if key not in by_name:
             raise where(f"unknown sweep option; expected one of {', '.join(known)}")
         param = by_name[key]
-        if isinstance(value, (list, dict)):
+        if getattr(param, "multiple", False):           # a repeatable option: one or a list
+            value = value if isinstance(value, list) else [value]
+            if any(isinstance(v, (list, dict)) for v in value):
+                raise where("expected a value or a list of values")
+        elif isinstance(value, (list, dict)):
             raise where(f"expected one value, got a {type(value).__name__}")
         try:
             out[key] = param.process_value(ctx, _resolve(key, value, path.parent))

@@ -82,7 +82,7 @@ def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
     from tuner.errors import UserError
 
     wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
-                       max_tokens=o["max_tokens"])
+                       max_tokens=o["max_tokens"], regimes=list(o.get("regime") or []))
     if o["search_questions"] is not None and o["search_questions"] > wl.questions:
         raise UserError(f"--search-questions {o['search_questions']} is more than the "
                         f"{wl.questions} questions of each launch (--questions, or the "

@@ -59,6 +59,11 @@ def sweep(
     mix: str = typer.Option(None, help="tune for a mix of content classes, weighting each "
                             "class's TPOT by its share: e.g. code=0.6,chat=0.4 (classes "
                             "math, code, chat)"),
+    regime: list[str] = typer.Option(None, help="a load each launch also measures, after "
+                                     "its workload (repeatable; replaces the space's "
+                                     "workload.regimes): NAME:USERS[:p95_tpot_ms=MS,"
+                                     "p95_ttft_s=S,requests=N], e.g. sixteen:16:"
+                                     "p95_tpot_ms=120"),
     questions: int = typer.Option(None, min=1, help="requests measured per trial (the GSM8K "
                                   "subset size; a mix's total)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),

@@ -28,6 +28,9 @@ def trial(
     questions: int = typer.Option(None, min=1, help="requests measured (GSM8K subset size)"),
     max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
     concurrency: int = typer.Option(None, min=1, help="requests in flight (default 1)"),
+    regime: list[str] = typer.Option(None, help="a load also measured after the workload "
+                                     "(repeatable; replaces the space's): NAME:USERS[:"
+                                     "p95_tpot_ms=MS,p95_ttft_s=S,requests=N]"),
     seed: int = typer.Option(None, min=0, max=2**32 - 1, help="workload seed"),
     baseline: Path = typer.Option(None, help="a baseline TrialResult JSON: gate the accuracy "
                                   "drop against its per-question results"),
@@ -73,7 +76,7 @@ def trial(
     config = choice.engine.resolve(space, parse_sets(space, set_))
     wl = workload_with(space, kind=workload, mix=mix, path=str(prompts) if prompts else None,
                        questions=questions, max_tokens=max_tokens, concurrency=concurrency,
-                       seed=seed)
+                       seed=seed, regimes=regime)
     base = None
     if baseline is not None:
         try:
