@@ -229,3 +229,31 @@ def test_the_best_configurations_gamma_is_probed_at_the_quartiles_after_the_comb
     # its condition switched on: its kernel and head carried along
     assert probes == [("NEXTN", 2, "humming", "fp8"), ("NEXTN", 4, "humming", "fp8"),
                       ("DSPARK", 4, "humming", "fp8"), ("DSPARK", 10, "humming", "fp8")]
+
+
+def test_the_local_search_takes_turns_around_a_load_regimes_center() -> None:
+    """A regime's best is often not batch 1's (docs/performance.md, "Load regimes"): every
+    other local step looks around the regime's center first, the others around the
+    batch-1 best."""
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (25.0, 24.8, 25.2)})
+    plan.explore_every = 0                 # no sampler turns: every step is planned
+    plan.combos, plan.probes = [], []      # straight to the local search
+    best_cfg = SPACE.complete({"moe_backend": "humming", "lm_head": "fp8"})
+    center_cfg = SPACE.complete({"speculative": "DSPARK", "dspark_block_size": 3})
+    best = SimpleNamespace(config=best_cfg, feasible=True, tpot_ms=20.0,
+                           tpot_ci95=[19.8, 20.2], number=7)
+    center = SimpleNamespace(config=center_cfg, number=8)
+    around_best = {plan.hash_of(c) for c in neighbours(SPACE, best_cfg)}
+    around_center = {plan.hash_of(c) for c in neighbours(SPACE, center_cfg)}
+    steps = []
+    for _ in range(4):
+        cfg, why = plan.next(measured, best, baseline, also=[center])  # type: ignore[misc]
+        assert why == "neighbour"
+        h = plan.hash_of(cfg)
+        steps.append("center" if h in around_center - around_best else
+                     "best" if h in around_best else "other")
+        measured[h] = SimpleNamespace(config=cfg, feasible=True, tpot_ms=30.0,
+                                      tpot_ci95=[29.8, 30.2], number=20)
+    assert steps == ["center", "best", "center", "best"]

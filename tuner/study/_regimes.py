@@ -77,6 +77,18 @@ class RegimeAnswer:
     pick: RegimeRow | None = None
     front: list[RegimeRow] = field(default_factory=list)
 
+    @property
+    def center(self) -> RegimeRow | None:
+        """Where a search for this regime should look next: its pick, else (nothing
+        eligible yet) the admissible configuration nearest its SLA (lowest p95 TPOT, then
+        TTFT), else None."""
+        if self.pick is not None:
+            return self.pick
+        near = [r for r in self.rows if r.configuration.admissible and r.failed is None
+                and r.tpot_p95_ms is not None]
+        return min(near, key=lambda r: (r.tpot_p95_ms or 0.0, r.ttft_p95_s or 0.0),
+                   default=None)
+
     def describe_sla(self) -> str:
         if not self.sla:
             return "no SLA"

@@ -79,6 +79,7 @@ class Driver:
         self.exhausted = False
         self.policy = SearchPolicy(space, settings, questions=options.workload.questions,
                                    scored=options.workload.kind == "gsm8k",
+                                   regimes=bool(options.workload.regimes),
                                    canonical=self._canonical)
         self.options_noted = False
         #: set when the study already holds the budget: nothing ran, nothing was written

@@ -33,11 +33,13 @@ class SearchPolicy:
     """``canonical``: values -> (canonical configuration, why it was repaired or None)."""
 
     def __init__(self, space: SearchSpace, settings: Any, *, questions: int,
-                 scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]]
-                 ) -> None:
+                 scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
+                 regimes: bool = False) -> None:
         from tuner.sweep._finals import Finals
 
         self.s, self.canonical = settings, canonical
+        #: the workload measures load regimes: the local search also looks around theirs
+        self.regimes = regimes
         #: the final sample's size when this sweep has one (a scored workload only)
         self.final_questions: int | None = settings.final_questions if scored else None
         self.finals = Finals.for_space(space, trials=settings.trials, hours=settings.hours,
@@ -65,12 +67,29 @@ class SearchPolicy:
             return self._finals(sweep, baseline, *finalist)
         planned = None
         if self.plan is not None and baseline is not None:
-            planned = self.plan.next(sweep.measured(), sweep.best(), baseline)
+            planned = self.plan.next(sweep.measured(), sweep.best(), baseline,
+                                     also=self._regime_centers(sweep))
         prop = sweep.propose(self.canonical, planned=planned)
         if planned is not None and self.plan is not None and (
                 prop.config_hash != self.plan.last):
             self.plan.not_taken()
         return prop
+
+    def _regime_centers(self, sweep: SweepStudy) -> list[TrialSummary]:
+        """Each load regime's search center (:attr:`tuner.study.RegimeAnswer.center`): the
+        local search also looks around them, since a regime's best is often not batch 1's
+        (docs/performance.md, "Load regimes")."""
+        if not self.regimes:
+            return []
+        from tuner.study import regime_answers
+
+        rows = sweep.trials()
+        out = []
+        for g in regime_answers(sweep.answer(rows), rows):
+            c = g.center
+            if c is not None:
+                out.append(c.configuration.first)
+        return out
 
     def _finals(self, sweep: SweepStudy, baseline: TrialSummary, number: int, confirm: bool,
                 held: dict[str, Any] | None) -> Proposal | None:

@@ -106,11 +106,12 @@ class StagedPlan:
         except Exception:   # a configuration the engine refuses is not planned
             return None
 
-    def next(self, measured: dict[str, Any], best: Any, baseline: Any
-             ) -> tuple[dict[str, Any], str] | None:
+    def next(self, measured: dict[str, Any], best: Any, baseline: Any,
+             also: list[Any] | None = None) -> tuple[dict[str, Any], str] | None:
         """The configuration to enqueue next and why (``screen``, ``combine``,
         ``neighbour``), or None to let the sampler propose. ``measured``: config hash ->
-        summary; ``best``/``baseline``: summaries (or None)."""
+        summary; ``best``/``baseline``: summaries (or None); ``also``: other centers the
+        local search takes turns with (a load regime's best), every other local step."""
         if baseline is None:
             return None
         seen = set(measured) | self.issued
@@ -140,7 +141,10 @@ class StagedPlan:
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
-        for inc in self._incumbents(measured, best):
+        incumbents = self._incumbents(measured, best)
+        if also and self.local_proposals % 2 == 1:
+            incumbents = [*also, *incumbents]
+        for inc in incumbents:
             cands = neighbours(self.space, inc.config)
             self.rng.shuffle(cands)
             # the screens already measured every top-level value: the conditional knobs
