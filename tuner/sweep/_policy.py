@@ -61,6 +61,9 @@ class SearchPolicy:
         if baseline is not None and self.finals.due(
                 trials=self.s.trials, launched=launched, elapsed_s=elapsed,
                 rows=sweep.trials()):
+            again = self._regime_confirmation(sweep)
+            if again is not None:
+                return again
             finalist = self.finals.choose(sweep.trials(), elapsed_s=elapsed)
         if finalist is not None:
             assert baseline is not None
@@ -90,6 +93,22 @@ class SearchPolicy:
             if c is not None:
                 out.append(c.configuration.first)
         return out
+
+    def _regime_confirmation(self, sweep: SweepStudy) -> Proposal | None:
+        """In the finals, first: a second launch of each load regime's pick measured once.
+        Its SLA verdict then rests on two launches (every one must be within it): one
+        reading near a binding bound passed by noise in the search benchmark."""
+        if not self.regimes:
+            return None
+        from tuner.study import regime_answers
+
+        rows = sweep.trials()
+        again = {s.remeasure_of for s in rows if s.role == Role.REMEASURE and not s.recovered}
+        for g in regime_answers(sweep.answer(rows), rows):
+            p = g.pick
+            if p is not None and p.launches == 1 and p.number not in again:
+                return sweep.remeasure(self.canonical, p.number)
+        return None
 
     def _finals(self, sweep: SweepStudy, baseline: TrialSummary, number: int, confirm: bool,
                 held: dict[str, Any] | None) -> Proposal | None:
