@@ -118,13 +118,15 @@ def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
 def _say_regime(g: dict[str, Any] | None) -> None:
     """The exported regime pick's figures there (what `tuner report` shows for it)."""
     from tuner.cli._common import console
+    from tuner.errors import counted
 
     if g is None:
         return
     console().print(
-        f"at {g['concurrency']} users ({g['name']}): goodput {g['goodput_rps']:.3f} req/s, "
-        f"{g['throughput_tok_s']:.0f} tok/s, p95 TPOT {g['tpot_p95_ms']:.1f} ms, p95 TTFT "
-        f"{g['ttft_p95_s']:.2f} s; mean of {g['launches']} launch(es)", highlight=False)
+        f"at {counted(g['concurrency'], 'user')} ({g['name']}): goodput "
+        f"{g['goodput_rps']:.3f} req/s, {g['throughput_tok_s']:.0f} tok/s, p95 TPOT "
+        f"{g['tpot_p95_ms']:.1f} ms, p95 TTFT {g['ttft_p95_s']:.2f} s; mean of "
+        f"{counted(g['launches'], 'launch', 'launches')}", highlight=False)
 
 
 def _model(context: Any, space: Any) -> tuple[str, int | None]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from tuner.errors import counted
 from tuner.report._data import StudyData
 from tuner.report._data import differs
 from tuner.study import RegimeRow
@@ -62,12 +63,12 @@ def _config_row(r: RegimeRow) -> dict[str, Any]:
 
 
 def regime_sentence(data: StudyData) -> str | None:
-    """``for the workload (1 user): #3; for sixteen (16 users): #7``, or None."""
+    """``for the workload itself: #3; for sixteen (16 users): #7``, or None."""
     if not data.regimes:
         return None
     main = f"#{data.pick_number}" if data.pick_number is not None else "none"
     parts = [f"for the workload itself: {main}"]
-    parts += [f"for {g.name} ({g.concurrency} users): "
+    parts += [f"for {g.name} ({counted(g.concurrency, 'user')}): "
               + (f"#{g.pick.number}" if g.pick else "none eligible") for g in data.regimes]
     return "; ".join(parts)
 
