@@ -59,11 +59,13 @@ def test_a_driver_killed_while_ray_starts_leaves_no_ray_process(tmp_path: Path) 
                         if "gcs_server" in " ".join(p.cmdline())), None)
         time.sleep(0.02)
     assert gcs is not None, "Ray's GCS never started under the driver"
+    # Read the tag while the GCS is certainly alive: once the driver dies, the watcher may
+    # end the GCS before this test could read its environment (CI saw that race).
+    tag = _owner(gcs.pid)
+    assert tag is not None, "Ray's processes carry no owner tag: nothing can find them"
     seen = {p.pid for p in psutil.Process(driver.pid).children(recursive=True)}
     os.kill(driver.pid, signal.SIGKILL)                 # ray.init has not returned yet
     driver.wait()
-    tag = _owner(gcs.pid)
-    assert tag is not None, "Ray's processes carry no owner tag: nothing can find them"
     tagged: set[int] = set()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
