@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,37 @@ def pytest_configure(config: pytest.Config) -> None:
 def tuner_argv(*args: str) -> list[str]:
     """Run the CLI as a user would (a real process), with this interpreter."""
     return [sys.executable, "-m", "tuner", *args]
+
+
+def run_tuner(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``tuner ARGS`` in ``cwd`` as a real process, its output captured as text."""
+    return subprocess.run(tuner_argv(*args), capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd)
+
+
+def serve_dashboard(study: str, storage: Path, *extra: str) -> Iterator[str]:
+    """``tuner dashboard`` for ``study`` in the SQLite file ``storage`` as a real process:
+    yields its base URL once its API answers, stops it after."""
+    import httpx
+
+    from tuner.trial._server import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(tuner_argv("dashboard", study, "--storage", str(storage),
+                                       "--port", str(port), *extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(base + "/api/meta", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 @pytest.fixture

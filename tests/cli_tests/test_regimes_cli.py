@@ -4,24 +4,20 @@ answers each regime, and ``export --regime`` writes the regime's pick, within it
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
-from tests.conftest import tuner_argv
+from tests.conftest import run_tuner
+from tests.conftest import serve_dashboard
 
 
 pytestmark = pytest.mark.slow
 SLA_MS = 400.0
-
-
-def _tuner(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(tuner_argv(*args), capture_output=True, text=True, timeout=600,
-                          cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +28,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = text.replace("workload:\n", "workload:\n  regimes:\n    - {name: four, "
                         f"concurrency: 4, requests: 8, sla: {{p95_tpot_ms: {SLA_MS}}}}}\n", 1)
     (tmp / "space.yaml").write_text(text)
-    r = _tuner(tmp, "sweep", str(tmp / "space.yaml"), "--engine", "sim", "--ray-address",
+    r = run_tuner(tmp, "sweep", str(tmp / "space.yaml"), "--engine", "sim", "--ray-address",
                "none", "--trials", "4", "--questions", "4", "--max-tokens", "256",
                "--final-questions", "0", "--gsm8k", str(GSM8K_DIR), "--storage",
                str(tmp / "s.db"), "--study", "s", "--workdir", str(tmp / "runs"))
@@ -42,7 +38,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_report_answers_each_regime(study: Path) -> None:
-    r = _tuner(study, "report", "s", "--storage", str(study / "s.db"), "--json")
+    r = run_tuner(study, "report", "s", "--storage", str(study / "s.db"), "--json")
     assert r.returncode == 0, r.stderr
     (g,) = json.loads(r.stdout)["regimes"]
     assert (g["regime"], g["concurrency"], g["sla"]) == ("four", 4, {"p95_tpot_ms": SLA_MS})
@@ -51,11 +47,29 @@ def test_the_report_answers_each_regime(study: Path) -> None:
     assert g["pick"]["tpot_p95_ms"] <= SLA_MS and g["pick"]["within_sla"] is True
 
 
+def test_the_dashboard_shows_each_regimes_front_as_a_study(study: Path) -> None:
+    report = json.loads(run_tuner(study, "report", "s", "--storage", str(study / "s.db"),
+                                  "--json").stdout)
+    (g,) = report["regimes"]
+    for base in serve_dashboard("s", study / "s.db"):
+        listed = httpx.get(base + "/api/studies", timeout=10).json()["study_summaries"]
+        assert [x["study_name"] for x in listed] == ["s", "s / regime four"]
+        detail = httpx.get(f"{base}/api/studies/{listed[1]['study_id']}",
+                           params={"after": 0}, timeout=30).json()
+    assert len(detail["trials"]) == g["measured"]
+    assert sum(t["state"] == "Complete" for t in detail["trials"]) == g["eligible"]
+    best = {t["number"]: t["values"] for t in detail["best_trials"]}
+    assert set(best) == {r["trial"] for r in g["front"]}          # the regime's front
+    pick = g["pick"]
+    assert best[pick["trial"]][0] == pytest.approx(pick["goodput_rps"])
+    assert f"trial #{pick['trial']}" in detail["note"]["body"]
+
+
 def test_export_regime_writes_the_regimes_pick(study: Path) -> None:
-    report = json.loads(_tuner(study, "report", "s", "--storage", str(study / "s.db"),
+    report = json.loads(run_tuner(study, "report", "s", "--storage", str(study / "s.db"),
                                "--json").stdout)
     pick = report["regimes"][0]["pick"]
-    r = _tuner(study, "export", "s", "--storage", str(study / "s.db"), "--regime", "four",
+    r = run_tuner(study, "export", "s", "--storage", str(study / "s.db"), "--regime", "four",
                "--out", str(study / "p"))
     assert r.returncode == 0, r.stderr
     profile = yaml.safe_load((study / "p" / "profile.yaml").read_text())
@@ -71,7 +85,7 @@ def test_export_regime_writes_the_regimes_pick(study: Path) -> None:
 ])
 def test_a_regime_export_that_cannot_be_is_refused(study: Path, args: list[str],
                                                    says: str) -> None:
-    r = _tuner(study, "export", "s", "--storage", str(study / "s.db"), *args, "--out",
+    r = run_tuner(study, "export", "s", "--storage", str(study / "s.db"), *args, "--out",
                str(study / "never"))
     assert r.returncode == 2 and says in r.stderr, r.stderr
     assert not (study / "never").exists()
@@ -86,14 +100,14 @@ def test_a_regime_export_that_cannot_be_is_refused(study: Path, args: list[str],
 ])
 def test_a_bad_regime_option_is_refused_in_one_line(tmp_path: Path, value: str,
                                                      says: str) -> None:
-    r = _tuner(tmp_path, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
+    r = run_tuner(tmp_path, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
                "--gsm8k", str(GSM8K_DIR), "--regime", value)
     assert r.returncode == 2 and says in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "trials").exists()
 
 
 def test_the_regime_option_replaces_the_spaces_regimes(tmp_path: Path) -> None:
-    r = _tuner(tmp_path, "trial", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+    r = run_tuner(tmp_path, "trial", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
                "--questions", "2", "--max-tokens", "64", "--regime", "pair:2:requests=2",
                "--out", str(tmp_path / "r.json"))
     assert r.returncode == 0, r.stderr

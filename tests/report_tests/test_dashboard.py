@@ -5,50 +5,28 @@ configuration with the figures the report shows (its best trials are the tool's 
 from __future__ import annotations
 
 import re
-import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import optuna
 import pytest
 
-from tests.conftest import tuner_argv
+from tests.conftest import serve_dashboard
 from tests.report_tests.conftest import STUDY
 from tests.report_tests.conftest import colour_pixels
 from tests.report_tests.conftest import rendered_dom
 from tests.report_tests.conftest import screenshot
 from tests.sweep_tests import assert_only_measurements_complete
-from tuner.trial._server import free_port
 
 
 @pytest.fixture
 def dashboard(mixed_study: Path):
-    yield from _serve(mixed_study, "--launches")
+    yield from serve_dashboard(STUDY, mixed_study, "--launches")
 
 
 @pytest.fixture
 def answer_dashboard(mixed_study: Path):
-    yield from _serve(mixed_study)
-
-
-def _serve(study: Path, *extra: str):
-    port = free_port()
-    proc = subprocess.Popen(tuner_argv("dashboard", STUDY, "--storage", str(study),
-                                       "--port", str(port), *extra), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if httpx.get(base + "/api/meta", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    yield from serve_dashboard(STUDY, mixed_study)
 
 
 def test_dashboard_lists_trials_marks_gated_infeasible_and_serves_artifacts(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 
 # The simulator's options, declared once for every command that can launch it (Typer copies
 # a declaration before it uses one, so sharing them is safe).
-TIME_SCALE = typer.Option(100.0, min=0.001, max=100000.0,
-                          help="simulator: machine seconds per wall second")
+TIME_SCALE = typer.Option(None, min=0.001, max=100000.0,
+                          help="simulator: machine seconds per wall second (default 100, "
+                          "lowered when several users are served at once)")
 NOISE = typer.Option(0.02, min=0.0, max=1.0, help="simulator: per-step timing jitter (sigma)")
 SIM_FAULTS = typer.Option(None, help="simulator: TUNER_SIM_FAULTS JSON")
 SIM_PROFILES = typer.Option(None, exists=True, file_okay=False,
@@ -31,16 +33,63 @@ SIM_FAULT_KINDS = ("crash_at_start", "oom_at_start", "crash_after", "hang", "ign
                    "slow_start", "accuracy_drop")
 
 
+#: The simulator's time scale at one user at a time (machine seconds per wall second).
+DEFAULT_TIME_SCALE = 100.0
+#: Users times time scale the simulator serves faithfully: each stream's wall-time cost of
+#: serving and reading it is multiplied by the scale into machine time. Measured on the
+#: Spark space at 16 users against x1 (docs/simulator.md, "Limits").
+LOAD_SCALE_BUDGET = 80.0
+
+
+def load_time_scale(users: int) -> float:
+    """The highest time scale at which ``users`` concurrent streams read like machine time
+    (``DEFAULT_TIME_SCALE`` for one user)."""
+    return DEFAULT_TIME_SCALE if users <= 1 else min(DEFAULT_TIME_SCALE,
+                                                     LOAD_SCALE_BUDGET / users)
+
+
 @dataclass
 class EngineChoice:
     engine: Engine
     simulated: bool
     time_scale: float
     note: str | None = None
+    scale_given: bool = False              # the user set --time-scale
+    sim_spec: str | None = None            # the simulator's engine name, to rebuild it
+    sim_env: dict[str, str] | None = None
+
+    def for_users(self, users: int) -> EngineChoice:
+        """This choice for a workload with up to ``users`` requests at once: the simulator
+        runs at :func:`load_time_scale` unless the user set a scale (a higher one is kept,
+        with a note saying its figures under load read slow)."""
+        from tuner.engines import make_engine
+
+        fit = load_time_scale(users)
+        if not self.simulated or self.time_scale <= fit or self.sim_env is None:
+            return self
+        who = f"{users} users at once"
+        if self.scale_given:
+            note = (f"--time-scale {self.time_scale:g} with {who}: the simulator's figures "
+                    f"under load read slow above x{fit:g} (docs/simulator.md, Limits)")
+            return replace(self, note=_joined(self.note, note))
+        env = {**self.sim_env, "TUNER_SIM_TIME_SCALE": f"{fit:g}"}
+        note = (f"time scale x{fit:g} for {who} (x{self.time_scale:g} reads slow under "
+                "load; --time-scale sets it)")
+        return replace(self, engine=make_engine(self.sim_spec or "sim", sim_env=env),
+                       time_scale=fit, note=_joined(self.note, note), sim_env=env)
 
     def default_startup_timeout(self) -> float:
         """Wall seconds a server may take to be ready: 30 min of machine time, plus slack."""
         return 1800.0 / self.time_scale + 30.0
+
+
+def peak_users(workload: Any) -> int:
+    """The most requests a workload (with its load regimes) keeps in flight at once."""
+    return max([workload.concurrency, *(r.concurrency for r in workload.regimes or ())])
+
+
+def _joined(first: str | None, second: str) -> str:
+    return f"{first}; {second}" if first else second
 
 
 def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
@@ -83,7 +132,8 @@ def check_faults(text: str) -> str:
     return text
 
 
-def choose_engine(name: str, *, engine_command: str | None, time_scale: float, noise: float,
+def choose_engine(name: str, *, engine_command: str | None, time_scale: float | None,
+                  noise: float,
                   sim_seed: int, sim_faults: str | None, gsm8k: str | None,
                   sim_profiles: Path | None = None) -> EngineChoice:
     """``auto`` picks SGLang when it and a GPU are present, else the simulator."""
@@ -100,7 +150,8 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
             name = "sim"
             note = "no SGLang + GPU here: using the built-in simulator (--engine sim)"
     if name.startswith("sim"):
-        env = {"TUNER_SIM_TIME_SCALE": f"{time_scale:g}", "TUNER_SIM_NOISE": f"{noise:g}",
+        scale = DEFAULT_TIME_SCALE if time_scale is None else time_scale
+        env = {"TUNER_SIM_TIME_SCALE": f"{scale:g}", "TUNER_SIM_NOISE": f"{noise:g}",
                "TUNER_SIM_SEED": str(sim_seed)}
         if gsm8k:
             folder = Path("trials/.cache/gsm8k") if gsm8k == "online" else Path(gsm8k)
@@ -109,6 +160,7 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float, n
             env["TUNER_SIM_FAULTS"] = check_faults(sim_faults)
         if sim_profiles is not None:
             env["TUNER_SIM_PROFILE_DIR"] = str(Path(sim_profiles).resolve())
-        return EngineChoice(make_engine(name, sim_env=env), True, time_scale, note)
+        return EngineChoice(make_engine(name, sim_env=env), True, scale, note,
+                            scale_given=time_scale is not None, sim_spec=name, sim_env=env)
     return EngineChoice(make_engine(name, command=split_command(engine_command)), False, 1.0,
                         note)

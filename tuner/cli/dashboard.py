@@ -107,13 +107,17 @@ def dashboard(
     if allow_writes:              # writes go to the study itself, never to a view of it
         app, sid = wsgi(loc.storage(), artifact_store=store), study_id(st)
     else:
-        app = read_only(wsgi(dashboard_storage(loc, study, launches=launches),
-                             artifact_store=store))
+        view = dashboard_storage(loc, study, launches=launches)
+        app = read_only(wsgi(view, artifact_store=store))
         sid = DASHBOARD_STUDY_ID
     server = make_server(app, host, port)
     out = console()
     out.print(f"optuna-dashboard for study [bold]{study}[/] ({redact_url(loc.storage_url)})")
     out.print(f"open http://{host}:{port}/dashboard/studies/{sid}   (Ctrl-C stops)")
+    if not allow_writes:
+        for i, name in view.regime_studies():     # one study per load regime
+            out.print(f"  {name}: http://{host}:{port}/dashboard/studies/{i}  (goodput "
+                      "and accuracy; the regime's front)", highlight=False)
     if allow_writes:
         out.print("[yellow]writes allowed[/]: anyone who can reach this address can change "
                   "the study: " + "; ".join(WRITES) + "; every launch is shown")

@@ -59,6 +59,7 @@ def trial(
     from tuner.cli._common import workload_with
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
+    from tuner.cli._engine_options import peak_users
     from tuner.cli._trial_report import print_result
     from tuner.errors import UserError
     from tuner.trial import TrialOptions
@@ -77,6 +78,7 @@ def trial(
     wl = workload_with(space, kind=workload, mix=mix, path=str(prompts) if prompts else None,
                        questions=questions, max_tokens=max_tokens, concurrency=concurrency,
                        seed=seed, regimes=regime)
+    choice = choice.for_users(peak_users(wl))
     base = None
     if baseline is not None:
         try:

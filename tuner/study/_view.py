@@ -10,7 +10,9 @@ launches) and accuracy; COMPLETE only when admissible, so the dashboard's best t
 ``study.best_trials`` are the tool's front. Gated, refused and failed configurations are
 FAIL with their verdict in the user attributes; each configuration carries the artifacts
 (server logs, results) of all its launches. ``launches=True`` serves the raw study, every
-launch, unchanged.
+launch, unchanged. A workload with load regimes adds one study per regime, ids 1, 2...
+(:mod:`tuner.study._view_regimes`): the regime's goodput and accuracy, its front as the
+best trials.
 
 Both are read-only: every write (a study deleted, a note saved, an artifact uploaded) raises
 :class:`ReadOnly`, whatever the dashboard's web page offers. The answer is recomputed when
@@ -30,7 +32,13 @@ from optuna.trial import TrialState
 
 from tuner.study._answer import Configuration
 from tuner.study._answer import answer_of
+from tuner.study._regimes import RegimeAnswer
+from tuner.study._regimes import regime_answers
 from tuner.study._summary import summarize
+from tuner.study._view_regimes import regime_directions
+from tuner.study._view_regimes import regime_note
+from tuner.study._view_regimes import regime_study_name
+from tuner.study._view_regimes import regime_trials
 
 
 #: The id of the one study the view holds.
@@ -57,34 +65,49 @@ class AnswerStorage(BaseStorage):
         self._key: tuple[int, int] | None = None
         self._trials: list[FrozenTrial] = []
         self._pick: int | None = None
+        self._regimes: list[tuple[RegimeAnswer, list[FrozenTrial]]] = []   # ids 1, 2...
 
     # -- reads ------------------------------------------------------------------------------
     def get_all_studies(self) -> list[FrozenStudy]:
-        directions = self.get_study_directions(STUDY_ID)
-        return [FrozenStudy(study_name=self._name, direction=None, directions=directions,
-                            user_attrs=self.get_study_user_attrs(STUDY_ID),
-                            system_attrs=self.get_study_system_attrs(STUDY_ID),
-                            study_id=STUDY_ID)]
+        self._refresh()
+        ids = [STUDY_ID, *range(1, len(self._regimes) + 1)]
+        return [FrozenStudy(study_name=self.get_study_name_from_id(i), direction=None,
+                            directions=self.get_study_directions(i),
+                            user_attrs=self.get_study_user_attrs(i),
+                            system_attrs=self.get_study_system_attrs(i), study_id=i)
+                for i in ids]
 
     def get_study_id_from_name(self, study_name: str) -> int:
-        if study_name != self._name:
-            raise KeyError(f"no study {study_name!r} here")
-        return STUDY_ID
+        if study_name == self._name:
+            return STUDY_ID
+        self._refresh()
+        for i, (ra, _) in enumerate(self._regimes, start=1):
+            if study_name == regime_study_name(self._name, ra.name):
+                return i
+        raise KeyError(f"no study {study_name!r} here")
 
     def get_study_name_from_id(self, study_id: int) -> str:
-        self._check(study_id)
-        return self._name
+        ra = self._regime(study_id)
+        return self._name if ra is None else regime_study_name(self._name, ra.name)
 
     def get_study_directions(self, study_id: int) -> list[StudyDirection]:
-        self._check(study_id)
+        ra = self._regime(study_id)
+        if ra is not None:
+            return regime_directions(self._with_accuracy())
         return list(self._inner.get_study_directions(self._real_id))
 
     def get_study_user_attrs(self, study_id: int) -> dict[str, Any]:
-        self._check(study_id)
+        ra = self._regime(study_id)
+        if ra is not None:
+            return {"regime": ra.name, "concurrency": ra.concurrency, "sla": ra.sla,
+                    "pick": ra.pick.number if ra.pick is not None else None}
         return dict(self._inner.get_study_user_attrs(self._real_id))
 
     def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
-        self._check(study_id)
+        ra = self._regime(study_id)
+        if ra is not None:
+            return {"dashboard:note_ver": 1,
+                    "dashboard:note_str:0": regime_note(ra, self._with_accuracy())}
         attrs = dict(self._inner.get_study_system_attrs(self._real_id))
         if not self._launches and "dashboard:note_ver" not in attrs:
             self._refresh()
@@ -95,19 +118,33 @@ class AnswerStorage(BaseStorage):
 
     def get_all_trials(self, study_id: int, deepcopy: bool = True,
                        states: Container[TrialState] | None = None) -> list[FrozenTrial]:
-        self._check(study_id)
-        trials = self._refresh()
+        ra = self._regime(study_id)
+        trials = self._refresh() if ra is None else self._regimes[study_id - 1][1]
         return [t for t in trials if states is None or t.state in states]
 
     def get_trial(self, trial_id: int) -> FrozenTrial:
-        for t in self._refresh():
+        for t in [*self._refresh(), *(t for _, ts in self._regimes for t in ts)]:
             if t._trial_id == trial_id:
                 return t
         raise KeyError(f"no trial with id {trial_id} in this view")
 
-    def _check(self, study_id: int) -> None:
-        if study_id != STUDY_ID:
+    def regime_studies(self) -> list[tuple[int, str]]:
+        """(study id, name) of each load regime's study, as the study stands now."""
+        self._refresh()
+        return [(i, regime_study_name(self._name, ra.name))
+                for i, (ra, _) in enumerate(self._regimes, start=1)]
+
+    def _regime(self, study_id: int) -> RegimeAnswer | None:
+        """The regime study ``study_id`` shows; None for the study itself (id 0)."""
+        if study_id == STUDY_ID:
+            return None
+        self._refresh()
+        if not 1 <= study_id <= len(self._regimes):
             raise KeyError(f"no study with id {study_id} here")
+        return self._regimes[study_id - 1][0]
+
+    def _with_accuracy(self) -> bool:
+        return len(self._inner.get_study_directions(self._real_id)) > 1
 
     def _refresh(self) -> list[FrozenTrial]:
         """The view's trials, rebuilt when the study gained or finished a trial."""
@@ -119,11 +156,13 @@ class AnswerStorage(BaseStorage):
         return self._trials
 
     def _configurations(self, raw: list[FrozenTrial]) -> list[FrozenTrial]:
-        answer = answer_of([summarize(t) for t in raw],
-                           with_accuracy=len(self._inner.get_study_directions(
-                               self._real_id)) > 1)
+        rows = [summarize(t) for t in raw]
+        acc = self._with_accuracy()
+        answer = answer_of(rows, with_accuracy=acc)
         self._pick = answer.pick.number if answer.pick is not None else None
         by_number = {t.number: t for t in raw}
+        self._regimes = [(ra, regime_trials(ra, by_number, i, acc))
+                         for i, ra in enumerate(regime_answers(answer, rows), start=1)]
         return [_frozen(c, by_number, answer.speedup(c)) for c in answer.configurations]
 
     # -- writes: refused --------------------------------------------------------------------
