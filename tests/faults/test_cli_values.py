@@ -3,7 +3,6 @@ accepted in silence (issue 24's CLI sweep: the cases that once crashed or were c
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,13 @@ from tests.conftest import GSM8K_DIR
 from tests.conftest import H200
 from tests.conftest import REPO
 from tests.conftest import SPARK
-from tests.conftest import tuner_argv
-
-
-def _tuner(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(tuner_argv(*args), capture_output=True, text=True, timeout=300,
-                          cwd=tmp)
+from tests.conftest import run_tuner
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cli-values")
-    r = _tuner(tmp, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
+    r = run_tuner(tmp, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
                "--trials", "1", "--questions", "4", "--gsm8k", str(GSM8K_DIR), "--storage",
                str(tmp / "s.db"), "--study", "s", "--workdir", str(tmp / "runs"))
     assert r.returncode == 0, r.stderr
@@ -45,7 +39,7 @@ SWEEP = ["sweep", str(SPARK), "--engine", "sim", "--ray-address", "none", "--gsm
 ])
 def test_an_impossible_value_is_refused_in_one_line(tmp_path: Path, args: list[str],
                                                     says: str) -> None:
-    r = _tuner(tmp_path, *args)
+    r = run_tuner(tmp_path, *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "trials").exists()         # nothing created
@@ -94,7 +88,7 @@ def test_a_bad_value_is_refused_before_anything_is_created(tmp_path: Path, args:
     says = says.replace("@TMP", str(tmp_path))
     if args[0] == "sweep" and "--storage" not in args:
         args += ["--storage", str(tmp_path / "s.db")]
-    r = _tuner(tmp_path, *args)
+    r = run_tuner(tmp_path, *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert sorted(tmp_path.rglob("*")) == before          # nothing created
@@ -109,7 +103,7 @@ def test_the_simulators_fault_kinds_are_the_ones_the_tool_checks() -> None:
 
 def test_a_storage_in_a_missing_folder_creates_no_folder(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such"
-    r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", f"sqlite:///{missing}/s.db")
+    r = run_tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", f"sqlite:///{missing}/s.db")
     assert r.returncode == 2 and "does not exist" in r.stderr, r.stderr
     assert not (tmp_path / "no").exists()
 
@@ -124,7 +118,7 @@ def test_reads_and_writes_of_a_study_fail_in_one_line(study: Path, tmp_path: Pat
             "csv-folder": ["report", *where[:3], "--csv", str(tmp_path)],
             "out-under-file": ["export", *where, "--out", str(tmp_path / "file" / "p")],
             "pick-negative": ["export", *where, "--pick", "trial:-1"]}[case]
-    r = _tuner(tmp_path, *args)
+    r = run_tuner(tmp_path, *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -133,7 +127,7 @@ def test_reads_and_writes_of_a_study_fail_in_one_line(study: Path, tmp_path: Pat
 def test_a_baseline_never_measured_fails_the_sweep(tmp_path: Path) -> None:
     """--trials 1 and a start-up that fails (retried once as flaky, the retry left queued):
     once exit 0 with an empty front."""
-    r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+    r = run_tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
                "--sim-faults", '[{"kind": "crash_at_start"}]')
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "baseline" in r.stderr and "Traceback" not in r.stderr, r.stderr
@@ -148,7 +142,7 @@ def test_inputs_that_would_fail_every_launch_are_refused_first(
         tmp_path: Path, extra: list[str], says: str) -> None:
     (tmp_path / "FILE").write_text("x")
     extra = [str(tmp_path / "FILE") if x == "FILE" else x for x in extra]
-    r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+    r = run_tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
                *extra)
     assert r.returncode == 2 and says in r.stderr, (r.stdout, r.stderr)
     assert not (tmp_path / "s.db").exists()
@@ -169,7 +163,7 @@ def test_a_ray_address_that_answers_but_is_not_ray_is_refused_at_once(tmp_path: 
     http = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
     threading.Thread(target=http.serve_forever, daemon=True).start()
     try:
-        r = _tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
+        r = run_tuner(tmp_path, *SWEEP, "--trials", "1", "--storage", str(tmp_path / "s.db"),
                    "--ray-address", f"127.0.0.1:{http.server_port}")
     finally:
         http.shutdown()
