@@ -76,7 +76,8 @@ class RegimeWorld(World):
     """:class:`World` plus each configuration's noise-free figures in the regime."""
 
     def __init__(self, space: SearchSpace, sla_ms: float, requests: int) -> None:
-        super().__init__(space)
+        # as the sweep searches it: at 16 users the memory fraction is searched too
+        super().__init__(space.for_workload(space.spec.workload), speed_space=space)
         self.sla_ms, self.requests = sla_ms, requests
         g = self.model.gsm8k
         rng = random.Random("regime-lengths")
@@ -93,7 +94,7 @@ class RegimeWorld(World):
         core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
                         self.model)
         fits = min(core.limits.max_running, core.limits.pool_tokens // (PROMPT + CAP))
-        key = f"{self.space.speed_key(config.as_dict())}|{max(1, fits)}"
+        key = f"{self.speed_space.speed_key(config.as_dict())}|{max(1, fits)}"
         if key not in self.regime:
             self.regime[key] = self._regime(core)
         return self.regime[key]

@@ -100,8 +100,11 @@ class World:
     """The space's truth, computed once per canonical configuration (by hash)."""
 
     def __init__(self, space: SearchSpace, *, accuracy_drop_on: str | None = None,
-                 drop_pp: float = 0.0, lm_head_shared: bool = True) -> None:
+                 drop_pp: float = 0.0, lm_head_shared: bool = True,
+                 speed_space: SearchSpace | None = None) -> None:
         self.space = space
+        #: whose capacity knobs change no speed (``space`` itself unless it searches them)
+        self.speed_space = speed_space or space
         #: False: the fork before its LM-head fix (an FP8 head collapses NEXTN's draft)
         self.lm_head_shared = lm_head_shared
         self.engine = make_engine("sim")
@@ -133,7 +136,7 @@ class World:
                          else "launch_error")
         if mem.hangs:
             return Truth(config.as_dict(), False, "startup_timeout")
-        key = self.space.speed_key(config.as_dict())
+        key = self.speed_space.speed_key(config.as_dict())
         if key not in self.perf:    # capacity knobs change no speed: computed once per key
             pm = PerfModel(self.machine, self.model, settings)
             self.perf[key] = (pm.expected_tpot_ms(WORKLOAD),

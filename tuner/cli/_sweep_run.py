@@ -145,6 +145,10 @@ def run_sweep(ctx: typer.Context) -> None:
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
     if final_note:
         console().print(final_note, highlight=False)
+    if space.for_workload(wl) is not space:
+        console().print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
+                        f"{peak_users(wl)} users at once, so how many requests fit decides "
+                        "throughput and queueing", highlight=False)
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
         o["artifacts"])

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,19 @@ class SearchSpace:
     def capacity_knobs(self) -> tuple[str, ...]:
         """Knobs with ``role: capacity``: held at the baseline's value by the speed search."""
         return tuple(n for n in self.order if self.spec.knobs[n].role == "capacity")
+
+    def for_workload(self, workload: Any) -> SearchSpace:
+        """This space as a sweep serving ``workload`` searches it. Up to one user at a time
+        a capacity knob changes no speed and is held; when the workload or one of its load
+        regimes serves several users at once, how many requests fit decides throughput and
+        queueing, so capacity knobs are searched like speed knobs (lossless: they never
+        change an answer). Returns ``self`` when nothing changes."""
+        users = max([workload.concurrency, *(r.concurrency for r in workload.regimes or ())])
+        if users <= 1 or not self.capacity_knobs:
+            return self
+        knobs = {n: k.model_copy(update={"role": "speed", "lossless": True})
+                 if k.role == "capacity" else k for n, k in self.spec.knobs.items()}
+        return replace(self, spec=self.spec.model_copy(update={"knobs": knobs}))
 
     @property
     def numerics_knobs(self) -> tuple[str, ...]:

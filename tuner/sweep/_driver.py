@@ -57,6 +57,7 @@ class Driver:
     def __init__(self, space: SearchSpace, engine: Engine, options: TrialOptions,
                  settings: SweepSettings, runner_factory: Callable[[], TrialRunner],
                  on_progress: Callable[[Progress], None] | None = None) -> None:
+        space = space.for_workload(options.workload)   # several users: capacity searched
         self.space, self.engine, self.options, self.s = space, engine, options, settings
         context = StudyContext(
             space_name=space.name, machine=space.spec.machine.id, engine=engine.name,
