@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SPARK
 from tests.trial_tests.test_run_trial import assert_clean
 from tests.trial_tests.test_run_trial import trial
 from tuner.space import Regime
@@ -61,3 +62,21 @@ def test_an_impossible_regime_is_refused(regimes: list[dict], says: str) -> None
 
 def test_a_regime_sends_four_requests_per_user_by_default() -> None:
     assert Regime(name="x", concurrency=16).total == 64
+
+
+def test_a_regime_larger_than_what_a_launch_serves_at_once_is_said() -> None:
+    from tuner.trial import queue_notes
+
+    regimes = [Regime(name="one", concurrency=1), Regime(name="sixteen", concurrency=16)]
+    (line,) = queue_notes(regimes, 4)
+    assert "'sixteen' has 16 users" in line and "at most 4 at once: 12 wait" in line
+    assert queue_notes(regimes, 16) == [] and queue_notes(regimes, None) == []
+
+
+def test_the_plan_says_how_many_requests_a_launch_serves_at_once() -> None:
+    from tuner.engines import make_engine
+    from tuner.space import load_space
+
+    space = load_space(SPARK)
+    engine = make_engine("sim")
+    assert engine.plan(space, engine.resolve(space, {})).max_running == 1

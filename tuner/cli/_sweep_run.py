@@ -110,6 +110,7 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
+    from tuner.trial import queue_notes
     from tuner.trial import workload_vocab
 
     o = dict(ctx.params)
@@ -145,6 +146,10 @@ def run_sweep(ctx: typer.Context) -> None:
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
     if final_note:
         console().print(final_note, highlight=False)
+    if wl.regimes:
+        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
+        for line in queue_notes(wl.regimes, base_plan.max_running):
+            console().print(f"[yellow]note[/]: {line}", highlight=False)
     if space.for_workload(wl) is not space:
         console().print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
                         f"{peak_users(wl)} users at once, so how many requests fit decides "

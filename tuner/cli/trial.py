@@ -64,6 +64,7 @@ def trial(
     from tuner.errors import UserError
     from tuner.trial import TrialOptions
     from tuner.trial import TrialResult
+    from tuner.trial import queue_notes
     from tuner.trial import run_trial
 
     if out is not None:               # written at the end: a bad path is refused first
@@ -79,6 +80,9 @@ def trial(
                        questions=questions, max_tokens=max_tokens, concurrency=concurrency,
                        seed=seed, regimes=regime)
     choice = choice.for_users(peak_users(wl))
+    if wl.regimes and not json_:
+        for line in queue_notes(wl.regimes, choice.engine.plan(space, config).max_running):
+            typer.echo(f"note: {line}", err=True)
     base = None
     if baseline is not None:
         try:

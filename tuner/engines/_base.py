@@ -81,6 +81,8 @@ class LaunchPlan(BaseModel):
     #: What the launch turns on, so that nothing outside the engine reads flag names.
     speculative: bool = False
     metrics: bool = False
+    #: Requests the server runs at once when the launch caps it (None: the engine decides)
+    max_running: int | None = None
 
     @property
     def base_url(self) -> str:

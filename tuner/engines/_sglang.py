@@ -202,6 +202,7 @@ class SGLangEngine(Engine):
             host=host, port=port, config=config.as_dict(), config_hash=config.hash(),
             evidence=evidence, notes=notes, speculative=view.flag(ALGORITHM) is not None,
             metrics=bool(view.flag("--enable-metrics")),
+            max_running=_int_or_none(view.flag("--max-running-requests")),
         )
 
     # -- launch profiles (``sglang serve --config``) ---------------------------------------
@@ -315,3 +316,10 @@ class SGLangEngine(Engine):
             requires_env=sorted(contrib.env), requires_flags=sorted(
                 f for f, v in contrib.flags.items() if v is not False),
         )
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and value is not True else None
+    except (TypeError, ValueError):
+        return None

@@ -8,6 +8,7 @@ from tuner.trial._gate import paired_accuracy
 from tuner.trial._power import detectable_drop
 from tuner.trial._power import gate_power
 from tuner.trial._regimes import RegimeResult
+from tuner.trial._regimes import queue_notes
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
 from tuner.trial._result import REASONS
@@ -23,5 +24,5 @@ from tuner.trial._stats import aggregate
 __all__ = ["MISSING", "REASONS", "Aggregates", "EarlyStop", "PairedAccuracy", "RegimeResult",
            "RequestRecord",
            "TrialOptions", "TrialResult", "aggregate", "detectable_drop", "gate_power",
-           "lookup", "paired_accuracy", "run_requests", "run_trial", "same_value",
-           "workload_vocab"]
+           "lookup", "paired_accuracy", "queue_notes", "run_requests", "run_trial",
+           "same_value", "workload_vocab"]

@@ -32,6 +32,20 @@ from tuner.trial._stats import percentile
 from tuner.workloads import Prompt
 
 
+def queue_notes(regimes: list[Regime], max_running: int | None) -> list[str]:
+    """One line per regime with more users than a launch that serves at most
+    ``max_running`` requests at once can run together (None: the engine decides): the rest
+    wait in the queue, which shows in TTFT and goodput, not in TPOT."""
+    if max_running is None:
+        return []
+    from tuner.errors import counted
+
+    return [f"regime {r.name!r} has {counted(r.concurrency, 'user', 'users')} but the launch "
+            f"serves at most {max_running} at once: {r.concurrency - max_running} wait in "
+            "the queue (their wait shows in TTFT); raise the space's maximum of running "
+            "requests to serve them together" for r in regimes if r.concurrency > max_running]
+
+
 class RegimeResult(BaseModel):
     """One regime's figures (machine time); ``status`` failed: ``message`` says why."""
 
