@@ -249,7 +249,7 @@ def test_the_local_search_takes_turns_around_a_load_regimes_center() -> None:
     around_center = {plan.hash_of(c) for c in neighbours(SPACE, center_cfg)}
     steps = []
     for _ in range(4):
-        cfg, why = plan.next(measured, best, baseline, also=[center])  # type: ignore[misc]
+        cfg, why = plan.next(measured, best, baseline, also=lambda: [center])  # type: ignore[misc]
         assert why == "neighbour"
         h = plan.hash_of(cfg)
         steps.append("center" if h in around_center - around_best else

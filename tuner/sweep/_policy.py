@@ -71,7 +71,7 @@ class SearchPolicy:
         planned = None
         if self.plan is not None and baseline is not None:
             planned = self.plan.next(sweep.measured(), sweep.best(), baseline,
-                                     also=self._regime_centers(sweep))
+                                     also=lambda: self._regime_centers(sweep))
         prop = sweep.propose(self.canonical, planned=planned)
         if planned is not None and self.plan is not None and (
                 prop.config_hash != self.plan.last):

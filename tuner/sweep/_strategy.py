@@ -107,11 +107,13 @@ class StagedPlan:
             return None
 
     def next(self, measured: dict[str, Any], best: Any, baseline: Any,
-             also: list[Any] | None = None) -> tuple[dict[str, Any], str] | None:
+             also: Callable[[], list[Any]] | None = None
+             ) -> tuple[dict[str, Any], str] | None:
         """The configuration to enqueue next and why (``screen``, ``combine``,
         ``neighbour``), or None to let the sampler propose. ``measured``: config hash ->
         summary; ``best``/``baseline``: summaries (or None); ``also``: other centers the
-        local search takes turns with (a load regime's best), every other local step."""
+        local search takes turns with (a load regime's best), every other local step: asked
+        for only then (it reads the whole study)."""
         if baseline is None:
             return None
         seen = set(measured) | self.issued
@@ -142,8 +144,8 @@ class StagedPlan:
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
         incumbents = self._incumbents(measured, best)
-        if also and self.local_proposals % 2 == 1:
-            incumbents = [*also, *incumbents]
+        if also is not None and self.local_proposals % 2 == 1:
+            incumbents = [*also(), *incumbents]
         for inc in incumbents:
             cands = neighbours(self.space, inc.config)
             self.rng.shuffle(cands)
