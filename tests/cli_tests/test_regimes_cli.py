@@ -47,6 +47,24 @@ def test_the_report_answers_each_regime(study: Path) -> None:
     assert g["pick"]["tpot_p95_ms"] <= SLA_MS and g["pick"]["within_sla"] is True
 
 
+def test_the_report_shows_each_regimes_front_beside_the_workloads(study: Path) -> None:
+    g = json.loads(run_tuner(study, "report", "s", "--storage", str(study / "s.db"),
+                             "--json").stdout)["regimes"][0]
+    r = run_tuner(study, "report", "s", "--storage", str(study / "s.db"), "--html",
+                  str(study / "r.html"))
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "Pareto front" in text                                   # the workload's
+    assert "four (4 users, p95 TPOT <= 400 ms): its front" in text  # the regime's
+    assert "(pick)" in text                      # the pick's row (wrapped at 80 columns)
+    page = (study / "r.html").read_text()
+    assert "load regime four (4 users, p95 TPOT" in page            # its plot
+    assert "Load regime four (4 users, p95 TPOT &lt;= 400 ms): its front</h2>" in page
+    for row in g["front"]:
+        assert f"#{row['trial']}" + (" (pick)" if row["trial"] == g["pick"]["trial"] else "") \
+            in page
+
+
 def test_the_dashboard_shows_each_regimes_front_as_a_study(study: Path) -> None:
     report = json.loads(run_tuner(study, "report", "s", "--storage", str(study / "s.db"),
                                   "--json").stdout)

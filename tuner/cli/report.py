@@ -45,9 +45,13 @@ def report(
                   "Pareto front": display_table(front), "Leaderboard": display_table(board),
                   "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
         if data.regimes:
+            from tuner.report import regime_front_table
+            from tuner.report import regime_front_title
             from tuner.report import regime_table
 
             tables["The pick per load regime (tuner export --regime NAME)"] = regime_table(data)
+            for g in data.regimes:
+                tables[f"Load regime {regime_front_title(g)}"] = regime_front_table(data, g)
         if data.accuracy is not None and data.accuracy.final_rows:
             tables["Final accuracy sample"] = final_table(data.accuracy)
         page = render(data, tables)

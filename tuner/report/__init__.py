@@ -6,6 +6,9 @@ from tuner.report._accuracy import final_table
 from tuner.report._data import StudyData
 from tuner.report._data import collect
 from tuner.report._html import render
+from tuner.report._regimes import regime_front_figure
+from tuner.report._regimes import regime_front_table
+from tuner.report._regimes import regime_front_title
 from tuner.report._regimes import regime_records
 from tuner.report._regimes import regime_table
 from tuner.report._tables import display_table
@@ -30,6 +33,9 @@ __all__ = [
            "pick_table",
            "print_answer",
            "print_tables",
+           "regime_front_figure",
+           "regime_front_table",
+           "regime_front_title",
            "regime_records",
            "regime_table",
            "render",

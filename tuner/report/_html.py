@@ -10,6 +10,7 @@ import pandas as pd
 from tuner.errors import clip
 from tuner.report._data import StudyData
 from tuner.report._data import differs
+from tuner.report._regimes import regime_front_figure
 
 
 #: Colours that tell the three kinds of trial apart (also in the screenshot test).
@@ -250,13 +251,14 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     from plotly.offline import get_plotlyjs
 
     importance = importance_figure(data)
-    figs = [pareto_figure(data), *(f for f in (importance, parallel_figure(data),
-                                              accept_figure(data)) if f is not None),
-            *knob_figures(data)]
+    figs = [pareto_figure(data), *(regime_front_figure(data, g) for g in data.regimes if g.rows),
+            *(f for f in (importance, parallel_figure(data), accept_figure(data))
+              if f is not None), *knob_figures(data)]
     parts = [pio.to_html(f, full_html=False, include_plotlyjs=False, config={
         "displaylogo": False}) for f in figs]
     if importance is not None:
-        parts.insert(2, f"<p class=note>{IMPORTANCE_NOTE}</p>")
+        regimes = sum(1 for g in data.regimes if g.rows)
+        parts.insert(2 + regimes, f"<p class=note>{IMPORTANCE_NOTE}</p>")
     clock = ("Figures are simulated machine time (the built-in Spark simulator)."
              if data.simulated else "Figures are wall-clock time.")
     summary = html.escape(data.summary())

@@ -2,7 +2,8 @@
 
 Read from :func:`tuner.study.regime_answers` (the same rule ``tuner export --regime``
 follows), one row per regime: its load and SLA, its pick and the pick's figures there, and
-how many configurations measured it and were eligible.
+how many configurations measured it and were eligible; then each regime's front (goodput
+against accuracy), as a table and, on the HTML page, a plot.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pandas as pd
 from tuner.errors import counted
 from tuner.report._data import StudyData
 from tuner.report._data import differs
+from tuner.study import RegimeAnswer
 from tuner.study import RegimeRow
 
 
@@ -62,6 +64,54 @@ def _config_row(r: RegimeRow) -> dict[str, Any]:
     return {"config": r.configuration.config}
 
 
+def regime_front_title(g: RegimeAnswer) -> str:
+    return f"{g.name} ({counted(g.concurrency, 'user')}, {g.describe_sla()}): its front"
+
+
+def regime_front_table(data: StudyData, g: RegimeAnswer) -> pd.DataFrame:
+    """Regime ``g``'s front: the eligible configurations no other beats on goodput and
+    accuracy, most goodput first, the pick marked."""
+    return pd.DataFrame([{
+        "trial": f"#{r.number}" + (" (pick)" if r is g.pick else ""),
+        "goodput req/s": _f(r.goodput_rps, ".3f"), "tok/s": _f(r.throughput_tok_s, ".0f"),
+        "p95 TPOT ms": _f(r.tpot_p95_ms, ".1f"), "p95 TTFT s": _f(r.ttft_p95_s, ".2f"),
+        "accuracy": _f(r.configuration.accuracy, ".1%"), "launches": r.launches,
+        "differs from the baseline": differs(_config_row(r), data.baseline)}
+        for r in g.front])
+
+
+def regime_front_figure(data: StudyData, g: RegimeAnswer) -> Any:
+    """Goodput against accuracy of every configuration that measured regime ``g``: the
+    eligible ones, its front, its pick; the others (SLA missed, not admissible, failed)
+    greyed."""
+    import plotly.graph_objects as go
+
+    def trace(rows: list[RegimeRow], name: str, **kw: Any) -> Any:
+        return go.Scatter(x=[r.goodput_rps or 0.0 for r in rows],
+                          y=[r.configuration.accuracy for r in rows], name=name,
+                          hovertext=[f"#{r.number}: {differs(_config_row(r), data.baseline)}"
+                                     for r in rows], hoverinfo="text", **kw)
+
+    measured = [r for r in g.rows if r.goodput_rps is not None]
+    fig = go.Figure([
+        trace([r for r in measured if not r.eligible], "not eligible", mode="markers",
+              marker={"color": "#bbbbbb", "size": 10, "symbol": "x"}),
+        trace([r for r in measured if r.eligible], "eligible", mode="markers",
+              marker={"color": "#1f77b4", "size": 11}),
+        trace(g.front, "front", mode="lines+markers", line={"color": "#d62728"},
+              marker={"color": "#d62728", "size": 14, "symbol": "star"})])
+    if g.pick is not None:
+        fig.add_trace(trace([g.pick], f"the pick (tuner export --regime {g.name})",
+                            mode="markers", marker={"color": "rgba(0,0,0,0)", "size": 24,
+                                                    "line": {"color": "black", "width": 3}}))
+    fig.update_layout(title=f"load regime {regime_front_title(g)}", template="plotly_white",
+                      xaxis_title="goodput, requests within the SLA per second (higher is "
+                      "better)", yaxis_title="GSM8K accuracy", height=460,
+                      legend={"orientation": "h", "y": -0.25})
+    fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
 def regime_sentence(data: StudyData) -> str | None:
     """``for the workload itself: #3; for sixteen (16 users): #7``, or None."""
     if not data.regimes:
@@ -86,6 +136,16 @@ def print_regimes(out: Any, data: StudyData) -> None:
     for _, r in df.iterrows():
         t.add_row(*(str(r[c]) for c in df.columns))
     out.print(t)
+    for g in data.regimes:
+        front = regime_front_table(data, g)
+        if front.empty:
+            continue
+        ft = Table(title=regime_front_title(g))
+        for col in front.columns:
+            ft.add_column(col, overflow="fold")
+        for _, r in front.iterrows():
+            ft.add_row(*(str(r[c]) for c in front.columns))
+        out.print(ft)
     sentence = regime_sentence(data)
     if sentence:
         out.print(sentence, highlight=False)
