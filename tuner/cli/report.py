@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -36,25 +37,9 @@ def report(
         with writing("--csv", csv):
             data.trials[cols].to_csv(csv, index=False)
     if html is not None:
-        from tuner.report import display_table
-        from tuner.report import final_table
-        from tuner.report import pick_table
         from tuner.report import render
 
-        tables = {"The pick (tuner export --pick fastest)": display_table(pick_table(data)),
-                  "Pareto front": display_table(front), "Leaderboard": display_table(board),
-                  "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
-        if data.regimes:
-            from tuner.report import regime_front_table
-            from tuner.report import regime_front_title
-            from tuner.report import regime_table
-
-            tables["The pick per load regime (tuner export --regime NAME)"] = regime_table(data)
-            for g in data.regimes:
-                tables[f"Load regime {regime_front_title(g)}"] = regime_front_table(data, g)
-        if data.accuracy is not None and data.accuracy.final_rows:
-            tables["Final accuracy sample"] = final_table(data.accuracy)
-        page = render(data, tables)
+        page = render(data, _page_tables(data, front, board))
         with writing("--html", html):
             html.write_text(page)
     if json_:
@@ -80,3 +65,25 @@ def report(
         console().print(f"wrote {html}")
     if csv is not None:
         console().print(f"wrote {csv}")
+
+
+def _page_tables(data: Any, front: Any, board: Any) -> dict[str, Any]:
+    """The HTML page's tables, title -> rows, in the order they appear."""
+    from tuner.report import display_table
+    from tuner.report import final_table
+    from tuner.report import pick_table
+
+    tables = {"The pick (tuner export --pick fastest)": display_table(pick_table(data)),
+              "Pareto front": display_table(front), "Leaderboard": display_table(board),
+              "Failures by reason": data.failures(), "Per-knob effects": data.knob_effects()}
+    if data.regimes:
+        from tuner.report import regime_front_table
+        from tuner.report import regime_front_title
+        from tuner.report import regime_table
+
+        tables["The pick per load regime (tuner export --regime NAME)"] = regime_table(data)
+        for g in data.regimes:
+            tables[f"Load regime {regime_front_title(g)}"] = regime_front_table(data, g)
+    if data.accuracy is not None and data.accuracy.final_rows:
+        tables["Final accuracy sample"] = final_table(data.accuracy)
+    return tables
