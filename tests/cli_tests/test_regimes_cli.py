@@ -45,6 +45,7 @@ def test_the_report_answers_each_regime(study: Path) -> None:
     assert g["measured"] >= 2 and g["pick"] is not None
     assert g["pick"]["goodput_rps"] == max(x["goodput_rps"] for x in g["front"])
     assert g["pick"]["tpot_p95_ms"] <= SLA_MS and g["pick"]["within_sla"] is True
+    assert 1 <= g["pick"]["peak_running"] <= 4          # the server's batch lines, read back
 
 
 def test_the_report_shows_each_regimes_front_beside_the_workloads(study: Path) -> None:

@@ -86,3 +86,15 @@ def test_a_pick_within_its_sla_by_a_hair_on_one_launch_is_said_to_be() -> None:
     (g,) = regime_answers(answer_of(again, with_accuracy=True), again)
     assert g.pick is not None and g.pick.launches == 2 and g.pick.near_bound(g.sla) == []
     assert g.rows[0].near_bound(g.sla) == []          # 80 ms: far from the bound
+
+
+def test_a_configurations_load_is_the_most_any_launch_saw() -> None:
+    a, b = _g(0.5), _g(0.6)
+    a.update(peak_running=9, peak_queued=7)
+    b.update(peak_running=11, peak_queued=5)
+    rows = [_t(0, _g(0.1), role=Role.BASELINE), _t(1, a),
+            _t(2, b, role=Role.REMEASURE, remeasure_of=1)]
+    (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    (row,) = [r for r in g.rows if r.number == 1]
+    assert (row.launches, row.peak_running, row.peak_queued) == (2, 11, 7)
+    assert [r.peak_running for r in g.rows if r.number == 0] == [None]

@@ -34,6 +34,9 @@ def test_a_regime_above_what_the_server_runs_at_once_queues_and_misses_its_sla(
     assert four.ttft_p95_s > shortest > 1.0
     assert four.within_sla is False and four.sla_met < 1.0
     assert four.goodput_rps == pytest.approx(four.sla_met * 8 / four.duration_s)
+    # the server's batch lines say so: one running, the others waiting
+    assert four.peak_running == 1 and four.peak_queued is not None and four.peak_queued >= 1
+    assert one.peak_running == 1 and one.peak_queued == 0
     assert_clean(r)
 
 
@@ -80,3 +83,19 @@ def test_the_plan_says_how_many_requests_a_launch_serves_at_once() -> None:
     space = load_space(SPARK)
     engine = make_engine("sim")
     assert engine.plan(space, engine.resolve(space, {})).max_running == 1
+
+
+def test_the_batch_load_is_read_from_a_real_sglang_log() -> None:
+    """The line format of SGLang 0.5.17 on an H200 (a recorded server log)."""
+    from tests.conftest import REPO
+    from tuner.engines import make_engine
+
+    log = (REPO / "tests/fixtures/real_sglang_h200/server-qwen3-dspark.log").read_text()
+    protocol = make_engine("sglang").protocol()
+    assert protocol.batch_load(log) == (1, 0)
+    busy = ("[t] Decode batch, #running-req: 9, #token: 9000, token usage: 0.40, cuda graph: "
+            "True, gen throughput (token/s): 300.0, #queue-req: 7\n"
+            "[t] Prefill batch, #new-seq: 2, #new-token: 3200, #cached-token: 0, token usage: "
+            "0.41, #running-req: 11, #queue-req: 5, #pending-token: 0\n")
+    assert protocol.batch_load(busy) == (11, 7)
+    assert protocol.batch_load("no batch lines here") is None

@@ -88,18 +88,20 @@ def regime_table(r: TrialResult) -> Any:
     from rich.table import Table
 
     t = Table(title="load regimes (same launch, after the workload)")
-    for col in ("regime", "users", "requests", "TPOT mean / p95 ms", "TTFT mean / p95 s",
-                "tok/s", "goodput req/s", "SLA"):
+    for col in ("regime", "users", "requests", "ran at once (queued at most)",
+                "TPOT mean / p95 ms", "TTFT mean / p95 s", "tok/s", "goodput req/s", "SLA"):
         t.add_column(col, justify="left" if col in ("regime", "SLA") else "right")
     for g in r.regimes:
         if g.status == "failed":
-            t.add_row(g.name, str(g.concurrency), "-", "-", "-", "-", "-",
+            t.add_row(g.name, str(g.concurrency), "-", "-", "-", "-", "-", "-",
                       f"[red]failed[/]: {g.message}")
             continue
+        load = ("-" if g.peak_running is None else
+                f"{g.peak_running} ({g.peak_queued})")
         sla = ("-" if g.within_sla is None else
                f"{'[green]met[/]' if g.within_sla else '[red]missed[/]'} "
                f"({g.sla_met:.0%} of requests)")
-        t.add_row(g.name, str(g.concurrency), str(g.requests),
+        t.add_row(g.name, str(g.concurrency), str(g.requests), load,
                   f"{_fmt(g.tpot_mean_ms)} / {_fmt(g.tpot_p95_ms)}",
                   f"{_fmt(g.ttft_mean_s)} / {_fmt(g.ttft_p95_s)}",
                   _fmt(g.throughput_tok_s, ".0f"), _fmt(g.goodput_rps, ".3f"), sla)

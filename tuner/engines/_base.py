@@ -145,6 +145,11 @@ class ServerProtocol(abc.ABC):
         """Counters the server exports (empty when it has none)."""
         return {}
 
+    def batch_load(self, log_text: str) -> tuple[int, int] | None:
+        """The most requests running at once and the most waiting in its queue, as the
+        server's periodic batch lines in ``log_text`` say; None when they say nothing."""
+        return None
+
     @abc.abstractmethod
     def stream(self, client: httpx.Client, prompt: Prompt) -> Completion:
         """Send ``prompt`` and follow its stream to the end."""

@@ -38,6 +38,9 @@ _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
                   r"leave no GPU memory for the KV cache|out of memory", re.I)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b[^:]*: ")
 _UNSUPPORTED = re.compile(r"invalid choice|unrecognized arguments|ambiguous option")
+#: the scheduler's batch lines (``Prefill batch, ...`` / ``Decode batch, ...``, every
+#: ``--decode-log-interval`` steps): requests running and queued at that moment
+_BATCH = re.compile(r"(?:Prefill|Decode) batch[,.].*?#running-req: (\d+).*?#queue-req: (\d+)")
 _METRIC = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfa]+)$")
 
 
@@ -96,6 +99,12 @@ class SGLangProtocol(ServerProtocol):
             if m:
                 out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
         return out
+
+    def batch_load(self, log_text: str) -> tuple[int, int] | None:
+        seen = [(int(m.group(1)), int(m.group(2))) for m in _BATCH.finditer(log_text)]
+        if not seen:
+            return None
+        return max(r for r, _ in seen), max(q for _, q in seen)
 
     def stream(self, client: httpx.Client, prompt: Prompt) -> Completion:
         t0 = time.perf_counter()

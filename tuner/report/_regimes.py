@@ -24,7 +24,8 @@ def _figures(r: RegimeRow) -> dict[str, Any]:
             "goodput_rps": r.goodput_rps, "throughput_tok_s": r.throughput_tok_s,
             "tpot_p95_ms": r.tpot_p95_ms, "ttft_p95_s": r.ttft_p95_s, "sla_met": r.sla_met,
             "within_sla": r.within_sla, "launches": r.launches,
-            "accuracy": r.configuration.accuracy}
+            "accuracy": r.configuration.accuracy, "peak_running": r.peak_running,
+            "peak_queued": r.peak_queued}
 
 
 def regime_records(data: StudyData) -> list[dict[str, Any]]:
@@ -43,6 +44,14 @@ def _f(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _load(r: RegimeRow | None) -> str:
+    """``9 (7)``: the most requests run at once and kept waiting, or ``-`` (no batch
+    lines in the server's log)."""
+    if r is None or r.peak_running is None:
+        return "-"
+    return f"{r.peak_running} ({r.peak_queued if r.peak_queued is not None else '-'})"
+
+
 def regime_table(data: StudyData) -> pd.DataFrame:
     """One text row per regime (the terminal and the HTML page)."""
     rows = []
@@ -55,6 +64,7 @@ def regime_table(data: StudyData) -> pd.DataFrame:
             "tok/s": _f(p.throughput_tok_s if p else None, ".0f"),
             "p95 TPOT ms": _f(p.tpot_p95_ms if p else None, ".1f"),
             "p95 TTFT s": _f(p.ttft_p95_s if p else None, ".2f"),
+            "ran at once (queued)": _load(p),
             "eligible": f"{sum(r.eligible for r in g.rows)} of {len(g.rows)}",
             "differs from the baseline": differs(_config_row(p), data.baseline) if p else ""})
     return pd.DataFrame(rows)
@@ -75,7 +85,8 @@ def regime_front_table(data: StudyData, g: RegimeAnswer) -> pd.DataFrame:
         "trial": f"#{r.number}" + (" (pick)" if r is g.pick else ""),
         "goodput req/s": _f(r.goodput_rps, ".3f"), "tok/s": _f(r.throughput_tok_s, ".0f"),
         "p95 TPOT ms": _f(r.tpot_p95_ms, ".1f"), "p95 TTFT s": _f(r.ttft_p95_s, ".2f"),
-        "accuracy": _f(r.configuration.accuracy, ".1%"), "launches": r.launches,
+        "ran at once (queued)": _load(r), "accuracy": _f(r.configuration.accuracy, ".1%"),
+        "launches": r.launches,
         "differs from the baseline": differs(_config_row(r), data.baseline)}
         for r in g.front])
 

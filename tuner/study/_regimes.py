@@ -44,6 +44,8 @@ class RegimeRow:
     within_sla: bool | None = None
     failed: str | None = None
     eligible: bool = False
+    peak_running: int | None = None       # the most run at once / queued, over its launches
+    peak_queued: int | None = None
 
     @property
     def number(self) -> int:
@@ -102,6 +104,11 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _most(values: list[int | None]) -> int | None:
+    xs = [v for v in values if v is not None]
+    return max(xs) if xs else None
+
+
 def _row(c: Configuration, figures: list[dict[str, Any]]) -> RegimeRow:
     failed = next((f.get("message") or "failed" for f in figures
                    if f.get("status") == "failed"), None)
@@ -114,6 +121,8 @@ def _row(c: Configuration, figures: list[dict[str, Any]]) -> RegimeRow:
         tpot_p95_ms=_mean([f.get("tpot_p95_ms") for f in figures]),
         ttft_p95_s=_mean([f.get("ttft_p95_s") for f in figures]),
         sla_met=_mean([f.get("sla_met") for f in figures]), within_sla=sla_ok, failed=failed,
+        peak_running=_most([f.get("peak_running") for f in figures]),
+        peak_queued=_most([f.get("peak_queued") for f in figures]),
         eligible=(c.admissible and failed is None and sla_ok is not False
                   and any(f.get("goodput_rps") is not None for f in figures)))
 

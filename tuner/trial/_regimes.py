@@ -64,6 +64,10 @@ class RegimeResult(BaseModel):
     sla_met: float | None = None
     #: whether the p95 figures meet the regime's SLA (None: no SLA)
     within_sla: bool | None = None
+    #: the most requests the server ran at once and kept waiting, as its batch log lines
+    #: said during the regime (None: it logged none)
+    peak_running: int | None = None
+    peak_queued: int | None = None
 
 
 def regime_prompts(prompts: list[Prompt], regime: Regime) -> list[Prompt]:

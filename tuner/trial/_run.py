@@ -262,9 +262,30 @@ def _measure_regimes(result: TrialResult, server: ServerProcess, protocol: Serve
     failure (a server it killed fails the regimes after it too, not the trial)."""
     prompts = prepared.measured[:opts.measure_first or None]
     for regime in opts.workload.regimes:
-        result.regimes.append(measure_regime(
-            server.base_url, server.headers(), protocol, prompts, regime,
-            scale=result.time_scale, timeout_s=opts.bench_timeout_s))
+        start = _log_size(server)
+        g = measure_regime(server.base_url, server.headers(), protocol, prompts, regime,
+                           scale=result.time_scale, timeout_s=opts.bench_timeout_s)
+        load = protocol.batch_load(_log_since(server, start))
+        if load is not None:
+            g.peak_running, g.peak_queued = load
+        result.regimes.append(g)
+
+
+def _log_size(server: ServerProcess) -> int:
+    try:
+        return server.log_path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_since(server: ServerProcess, offset: int) -> str:
+    """The server log written after byte ``offset`` (empty when it cannot be read)."""
+    try:
+        with open(server.log_path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _failed(result: TrialResult, stop: TrialStopped) -> TrialResult:
