@@ -98,3 +98,19 @@ def test_a_configurations_load_is_the_most_any_launch_saw() -> None:
     (row,) = [r for r in g.rows if r.number == 1]
     assert (row.launches, row.peak_running, row.peak_queued) == (2, 11, 7)
     assert [r.peak_running for r in g.rows if r.number == 0] == [None]
+
+
+def test_the_centers_are_the_eligible_by_goodput_then_the_nearest_to_the_sla() -> None:
+    def near(p95: float) -> dict[str, Any]:
+        return {**_g(0.3, within=False), "tpot_p95_ms": p95}
+
+    rows = [_t(0, near(90.0), role=Role.BASELINE), _t(1, near(66.0)), _t(2, near(66.3)),
+            _t(3, near(70.0)), _t(4, _g(None, failed=True)), _t(5, near(50.0), feasible=False)]
+    (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    assert g.pick is None
+    # nothing eligible: nearest the SLA first; failed and gated ones are no center
+    assert [r.number for r in g.centers()] == [1, 2, 3]
+    assert g.center is not None and g.center.number == 1
+    rows += [_t(6, _g(0.2)), _t(7, _g(0.4))]
+    (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
+    assert [r.number for r in g.centers(most=4)] == [7, 6, 1, 2]    # the pick leads

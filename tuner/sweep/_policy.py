@@ -79,20 +79,18 @@ class SearchPolicy:
         return prop
 
     def _regime_centers(self, sweep: SweepStudy) -> list[TrialSummary]:
-        """Each load regime's search center (:attr:`tuner.study.RegimeAnswer.center`): the
-        local search also looks around them, since a regime's best is often not batch 1's
-        (docs/performance.md, "Load regimes")."""
+        """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`),
+        first places of every regime first: the local search also looks around them,
+        since a regime's best is often not batch 1's (docs/performance.md, "Load
+        regimes")."""
         if not self.regimes:
             return []
         from tuner.study import regime_answers
 
         rows = sweep.trials()
-        out = []
-        for g in regime_answers(sweep.answer(rows), rows):
-            c = g.center
-            if c is not None:
-                out.append(c.configuration.first)
-        return out
+        ranked = [g.centers() for g in regime_answers(sweep.answer(rows), rows)]
+        return [cs[i].configuration.first for i in range(max(map(len, ranked), default=0))
+                for cs in ranked if i < len(cs)]
 
     def _regime_confirmation(self, sweep: SweepStudy) -> Proposal | None:
         """In the finals, first: a second launch of each load regime's pick measured once.
