@@ -8,7 +8,6 @@ import pytest
 from tuner.cli._engine_options import DEFAULT_TIME_SCALE
 from tuner.cli._engine_options import choose_engine
 from tuner.cli._engine_options import load_time_scale
-from tuner.cli._engine_options import peak_users
 from tuner.space import Regime
 from tuner.space import Workload
 
@@ -50,8 +49,8 @@ def test_a_real_engine_has_no_scale_to_lower() -> None:
 def test_the_peak_counts_the_workload_and_every_regime() -> None:
     wl = Workload(concurrency=2, regimes=[Regime(name="a", concurrency=8),
                                           Regime(name="b", concurrency=4)])
-    assert peak_users(wl) == 8
-    assert peak_users(Workload(concurrency=3)) == 3
+    assert wl.peak_users == 8
+    assert Workload(concurrency=3).peak_users == 3
 
 
 @pytest.mark.parametrize("users", [1, 2, 16, 64, 4096])

@@ -83,11 +83,6 @@ class EngineChoice:
         return 1800.0 / self.time_scale + 30.0
 
 
-def peak_users(workload: Any) -> int:
-    """The most requests a workload (with its load regimes) keeps in flight at once."""
-    return max([workload.concurrency, *(r.concurrency for r in workload.regimes or ())])
-
-
 def _joined(first: str | None, second: str) -> str:
     return f"{first}; {second}" if first else second
 

@@ -104,7 +104,6 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.cli._common import load_checked_space
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
-    from tuner.cli._engine_options import peak_users
     from tuner.study import locate
     from tuner.study import slug
     from tuner.sweep import Driver
@@ -125,7 +124,7 @@ def run_sweep(ctx: typer.Context) -> None:
     trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
     name = study_name(o["study"], space.name)
     wl, final_q, final_note = _workload(ctx, o, space)
-    choice = choice.for_users(peak_users(wl))
+    choice = choice.for_users(wl.peak_users)
     ctx.params["time_scale"] = choice.time_scale if choice.simulated else o["time_scale"]
     caps = engine_capabilities(choice, space) if o["check_engine"] else None
     startup = o["startup_timeout"] or choice.default_startup_timeout()
@@ -152,7 +151,7 @@ def run_sweep(ctx: typer.Context) -> None:
             console().print(f"[yellow]note[/]: {line}", highlight=False)
     if space.for_workload(wl) is not space:
         console().print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
-                        f"{peak_users(wl)} users at once, so how many requests fit decides "
+                        f"{wl.peak_users} users at once, so how many requests fit decides "
                         "throughput and queueing", highlight=False)
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],

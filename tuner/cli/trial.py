@@ -59,7 +59,6 @@ def trial(
     from tuner.cli._common import workload_with
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
-    from tuner.cli._engine_options import peak_users
     from tuner.cli._trial_report import print_result
     from tuner.errors import UserError
     from tuner.trial import TrialOptions
@@ -79,7 +78,7 @@ def trial(
     wl = workload_with(space, kind=workload, mix=mix, path=str(prompts) if prompts else None,
                        questions=questions, max_tokens=max_tokens, concurrency=concurrency,
                        seed=seed, regimes=regime)
-    choice = choice.for_users(peak_users(wl))
+    choice = choice.for_users(wl.peak_users)
     if wl.regimes and not json_:
         for line in queue_notes(wl.regimes, choice.engine.plan(space, config).max_running):
             typer.echo(f"note: {line}", err=True)

@@ -212,6 +212,11 @@ class Workload(_Strict):
     #: loads measured on the same launch after the workload itself (a load ladder)
     regimes: list[Regime] = Field(default_factory=list, max_length=16)
 
+    @property
+    def peak_users(self) -> int:
+        """The most requests this workload, or one of its regimes, keeps in flight."""
+        return max([self.concurrency, *(r.concurrency for r in self.regimes)])
+
     @model_validator(mode="after")
     def _mix_matches_kind(self) -> Workload:
         if self.kind == "mix":

@@ -87,8 +87,7 @@ class SearchSpace:
         regimes serves several users at once, how many requests fit decides throughput and
         queueing, so capacity knobs are searched like speed knobs (lossless: they never
         change an answer). Returns ``self`` when nothing changes."""
-        users = max([workload.concurrency, *(r.concurrency for r in workload.regimes or ())])
-        if users <= 1 or not self.capacity_knobs:
+        if workload.peak_users <= 1 or not self.capacity_knobs:
             return self
         knobs = {n: k.model_copy(update={"role": "speed", "lossless": True})
                  if k.role == "capacity" else k for n, k in self.spec.knobs.items()}
