@@ -96,6 +96,8 @@ def test_export_regime_writes_the_regimes_pick(study: Path) -> None:
     assert profile["regime"]["name"] == "four"
     assert profile["regime"]["tpot_p95_ms"] <= SLA_MS
     assert "load regime 'four'" in profile["tuned_for"]
+    assert f"trial #{pick['trial']} (the pick of regime four; for the workload itself:" \
+        in " ".join(r.stdout.split())
 
 
 @pytest.mark.parametrize(("args", "says"), [

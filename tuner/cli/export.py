@@ -151,7 +151,9 @@ def _say_pick(result: Any, chosen: Any, pick: str) -> None:
     c = console()
     a = result.aggregates
     cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
-    c.print(f"trial #{chosen.number} ({pick}; {chosen.status}): {cfg}", highlight=False)
+    status = (f"the pick of {pick}; for the workload itself: {chosen.status}"
+              if pick.startswith("regime ") else f"{pick}; {chosen.status}")
+    c.print(f"trial #{chosen.number} ({status}): {cfg}", highlight=False)
     if a is None or chosen.tpot_ms is None:
         return
     label = " (simulated machine time)" if result.simulated else ""
