@@ -32,11 +32,12 @@ from tuner.trial import TrialOptions
 pytestmark = pytest.mark.slow
 
 
-def _marked(mark: str, since: float = 0.0) -> list[int]:
-    """Live (non-zombie) processes whose environment carries ``mark``, started after
-    ``since`` (epoch seconds)."""
-    return [p.pid for p in psutil.process_iter(["status", "create_time"])
-            if p.info["status"] != psutil.STATUS_ZOMBIE and p.info["create_time"] >= since
+def _marked(mark: str, besides: frozenset[int] = frozenset()) -> list[int]:
+    """Live (non-zombie) processes whose environment carries ``mark``, other than
+    ``besides`` (pids seen earlier: a process's start time is not compared with the wall
+    clock, which a paused virtual machine sets apart from it)."""
+    return [p.pid for p in psutil.process_iter(["status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and p.pid not in besides
             and carries(p.pid, mark)]
 
 
@@ -61,7 +62,7 @@ def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: 
         submitted = 0
 
         def submit(self, job: object) -> None:
-            since = time.time() - 0.5                # the earlier trials' servers are older
+            since = frozenset(_marked(mark))         # the earlier trials' servers
             super().submit(job)  # type: ignore[arg-type]
             MovingCluster.submitted += 1
             if MovingCluster.submitted == 3:
@@ -73,7 +74,7 @@ def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: 
                                                    resources={SIM_RESOURCE: 1}).node_id
             return super().poll(timeout)
 
-    def cut(since: float) -> None:
+    def cut(since: frozenset[int]) -> None:
         deadline = time.monotonic() + 120
         while not serving and time.monotonic() < deadline:
             serving.extend(_marked(mark, since))   # the third trial's server, starting
