@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,11 @@ def run_tuner(cwd: Path, *args: str, timeout: float = 600) -> subprocess.Complet
                           cwd=cwd)
 
 
-def serve_dashboard(study: str, storage: Path, *extra: str) -> Iterator[str]:
+@contextmanager
+def served_dashboard(study: str, storage: Path, *extra: str
+                     ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``tuner dashboard`` for ``study`` in the SQLite file ``storage`` as a real process:
-    yields its base URL once its API answers, stops it after."""
+    yields its base URL (once its API answers) and the process, stops it after."""
     import httpx
 
     from tuner.trial._server import free_port
@@ -46,19 +49,27 @@ def serve_dashboard(study: str, storage: Path, *extra: str) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(tuner_argv("dashboard", study, "--storage", str(storage),
                                        "--port", str(port), *extra), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})   # kept at SIGTERM
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
+        for _ in range(150):
             try:
                 if httpx.get(base + "/api/meta", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
+                assert proc.poll() is None, proc.communicate()[0]
                 time.sleep(0.2)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def serve_dashboard(study: str, storage: Path, *extra: str) -> Iterator[str]:
+    """:func:`served_dashboard` for a fixture or a loop: yields the base URL only."""
+    with served_dashboard(study, storage, *extra) as (base, _):
+        yield base
 
 
 @pytest.fixture

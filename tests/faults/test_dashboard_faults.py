@@ -5,10 +5,8 @@ The access log stays quiet, and an address it cannot listen on is one line, exit
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +17,8 @@ import pytest
 from optuna.artifacts import FileSystemArtifactStore
 from optuna.artifacts import upload_artifact
 
+from tests.conftest import served_dashboard
 from tests.conftest import tuner_argv
-from tuner.trial._server import free_port
 
 
 STUDY = "tiny"
@@ -43,28 +41,6 @@ def tiny_study(tmp_path: Path) -> Path:
     return db
 
 
-@contextmanager
-def served(db: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = free_port()
-    proc = subprocess.Popen(tuner_argv("dashboard", STUDY, "--storage", str(db), "--port",
-                                       str(port), *extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})   # kept at SIGTERM
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(150):
-            try:
-                if httpx.get(base + "/api/meta", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                assert proc.poll() is None, proc.communicate()[0]
-                time.sleep(0.2)
-        yield base, proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 def _ids(base: str) -> tuple[int, list[int], list[str]]:
     sid = httpx.get(base + "/api/studies", timeout=10).json()["study_summaries"][0]["study_id"]
     detail = httpx.get(f"{base}/api/studies/{sid}", params={"after": 0}, timeout=10).json()
@@ -75,7 +51,7 @@ def _ids(base: str) -> tuple[int, list[int], list[str]]:
 
 def test_every_write_is_refused_by_default_and_the_study_stays_whole(
         tiny_study: Path) -> None:
-    with served(tiny_study) as (base, proc):
+    with served_dashboard(STUDY, tiny_study) as (base, proc):
         sid, trial_ids, artifact_ids = _ids(base)
         assert len(trial_ids) == 2 and len(artifact_ids) == 2
         tid, aid = trial_ids[0], artifact_ids[0]
@@ -108,7 +84,7 @@ def test_every_write_is_refused_by_default_and_the_study_stays_whole(
 
 
 def test_allow_writes_says_what_it_enables_and_lets_a_delete_through(tiny_study: Path) -> None:
-    with served(tiny_study, "--allow-writes") as (base, proc):
+    with served_dashboard(STUDY, tiny_study, "--allow-writes") as (base, proc):
         sid, _, _ = _ids(base)
         resp = httpx.delete(f"{base}/api/studies/{sid}", timeout=10)
         assert resp.status_code in (200, 204), resp.text
