@@ -79,13 +79,6 @@ class RegimeAnswer:
     pick: RegimeRow | None = None
     front: list[RegimeRow] = field(default_factory=list)
 
-    @property
-    def center(self) -> RegimeRow | None:
-        """Where a search for this regime should look next: its pick, else (nothing
-        eligible yet) the admissible configuration nearest its SLA (lowest p95 TPOT, then
-        TTFT), else None."""
-        return next(iter(self.centers()), None)
-
     def centers(self, most: int = 3) -> list[RegimeRow]:
         """The first ``most`` places to look, best first: the eligible configurations by
         goodput, then the other admissible ones nearest the SLA. A center whose
