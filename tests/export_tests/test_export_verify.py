@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -231,21 +232,38 @@ def test_launch_script_runs_the_entry_point_that_was_measured(
     assert _launch_argv(tmp_path)[:4] == entry
 
 
-def test_the_profile_reports_the_finals_confirmed_tpot_and_verify_bounds_it(
+def test_the_profile_reports_the_pooled_tpot_and_verify_bounds_it(
         measured: TrialResult, tmp_path: Path) -> None:
-    from tuner.study import Estimate
+    from tuner.study import Role
+    from tuner.study import TrialSummary
+    from tuner.study import answer_of
 
     assert measured.aggregates is not None and measured.aggregates.tpot_ms
     first = measured.aggregates.tpot_ms
-    est = Estimate(number=5, tpot_ms=first * 1.04, low=first, high=first * 1.08, launches=4,
-                   remeasured=3, unbiased=True, pooled_ms=first * 1.03)
+    readings = [first, first * 1.05, first * 1.03, first * 1.06]
+    rows = [TrialSummary(0, "COMPLETE", Role.BASELINE, values=[first * 2], feasible=True,
+                         tpot_ms=first * 2, accept_length=1.0),
+            TrialSummary(5, "COMPLETE", Role.TRIAL, values=[first], feasible=True,
+                         tpot_ms=first, accept_length=2.8),
+            *(TrialSummary(6 + i, "COMPLETE", Role.REMEASURE, values=[v], feasible=True,
+                           tpot_ms=v, remeasure_of=5, confirm=i > 0, accept_length=3.0)
+              for i, v in enumerate(readings[1:]))]
+    answer = answer_of(rows, with_accuracy=False)
+    shown = answer.get(5)
+    assert shown is not None and shown.is_pick and shown.launches == 4
     write_profile(tmp_path, make_engine("sglang"), ["sglang", "serve"],
                   SPACE.spec.model.path, measured, trial_number=5, study_name="t",
                   storage_url="sqlite:///t.db", baseline=None, gate_floor=1.2,
-                  tpot_tolerance=0.15, estimate=est)
+                  tpot_tolerance=0.15, shown=shown, shown_baseline=answer.baseline)
     prof = yaml.safe_load((tmp_path / "profile.yaml").read_text())
-    assert prof["figures"]["tpot_ms"] == est.tpot_ms
+    mean = statistics.fmean(readings)
+    assert prof["figures"]["tpot_ms"] == pytest.approx(mean)
     assert prof["figures"]["tpot_first_reading_ms"] == first
-    assert prof["figures"]["tpot_launches"] == 4 and "unbiased" in prof["figures"]["tpot_is"]
-    assert prof["expect"]["tpot_ms"] == {"measured": round(est.tpot_ms, 3),
-                                         "max": round(est.tpot_ms * 1.15, 3)}
+    assert prof["figures"]["tpot_launches"] == 4
+    assert prof["figures"]["tpot_is"] == "the mean over its 4 launches"
+    assert prof["figures"]["accept_length"] == pytest.approx(statistics.fmean(
+        [2.8, 3.0, 3.0, 3.0]))                  # the mean over its launches, not one's
+    assert prof["baseline"]["tpot_ms"] == first * 2
+    assert prof["speedup"] == pytest.approx(first * 2 / mean)
+    assert prof["expect"]["tpot_ms"] == {"measured": round(mean, 3),
+                                         "max": round(mean * 1.15, 3)}

@@ -30,19 +30,21 @@ def _row(number: int, tpot: float, role: Role = Role.TRIAL, *, of: int | None = 
                         remeasure_of=of, confirm=confirm)
 
 
-def test_the_confirmed_estimate_leaves_the_selection_draws_out() -> None:
+def test_the_estimate_is_the_mean_of_every_launch_and_counts_them() -> None:
     rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0),            # a lucky first reading
             _row(2, 18.4, Role.REMEASURE, of=1),                    # the race
             _row(3, 18.0, Role.REMEASURE, of=1, confirm=True),      # after the choice
             _row(4, 18.6, Role.REMEASURE, of=1, confirm=True)]
     e = estimates(None, rows)[1]
-    assert e.tpot_ms == statistics.fmean([18.0, 18.6]) and e.unbiased
-    assert e.launches == 4 and e.remeasured == 3
-    assert e.pooled_ms == statistics.fmean([17.0, 18.4, 18.0, 18.6])
-    half = student_t.ppf(0.975, 1) * statistics.stdev([18.0, 18.6]) / 2 ** 0.5
+    every = [17.0, 18.4, 18.0, 18.6]
+    assert e.tpot_ms == e.pooled_ms == statistics.fmean(every)      # "x4": these four
+    assert e.launches == 4 and e.remeasured == 3 and e.confirmations == 2
+    assert e.first_ms == 17.0 and e.readings == tuple(every)
+    half = student_t.ppf(0.975, 3) * statistics.stdev(every) / 4 ** 0.5
     assert abs((e.high - e.low) / 2 - half) < 1e-9
     unmeasured = estimates(None, rows)[0]
-    assert unmeasured.tpot_ms == 30.0 and not unmeasured.unbiased and unmeasured.launches == 1
+    assert unmeasured.tpot_ms == 30.0 and not unmeasured.confirmations
+    assert unmeasured.launches == 1 and (unmeasured.low, unmeasured.high) == (28.5, 31.5)
 
 
 def test_finals_race_the_overlapping_configurations_then_confirm_the_leader() -> None:
@@ -78,7 +80,9 @@ def test_a_default_sweep_picks_and_reports_the_confirmed_configuration_with_mode
     pick = feasible_best(study)
     assert pick.number == confirms[0].remeasure_of
     e = estimates(study)[pick.number]
-    assert e.unbiased and e.tpot_ms == statistics.fmean(s.tpot_ms for s in confirms)
+    launches = [s for s in rows if s.number == pick.number or s.remeasure_of == pick.number]
+    assert e.confirmations == len(confirms) and e.launches == len(launches)
+    assert e.tpot_ms == statistics.fmean(s.tpot_ms for s in launches)
     # the confirmations ran at the cap (capacity changes no speed), with a larger KV pool
     assert {c.held["mem_fraction"] for c in confirms} == {0.7}
     larger = largest_capacity(study, pick.number)
@@ -106,7 +110,9 @@ def test_confirmations_step_down_the_capacity_ladder_after_an_oom_with_model_bac
         (0.7, "FAIL"), (0.69, "COMPLETE")]
     pick = feasible_best(study)
     assert largest_capacity(study, pick.number).user_attrs["config"]["mem_fraction"] == 0.69
-    assert estimates(study)[pick.number].tpot_ms == confirms[1].tpot_ms   # only what served
+    e = estimates(study)[pick.number]                   # only what served is pooled
+    assert confirms[1].tpot_ms in e.readings and e.launches == len(e.readings)
+    assert e.confirmations == 1
     assert not stand_ins(study)
 
 
@@ -185,7 +191,7 @@ def test_a_lost_confirmation_is_queued_again_as_a_confirmation_with_model_backed
     assert len(again) == 1 and again[0].state.name == "COMPLETE"
     assert again[0].user_attrs["confirm"] is True
     assert again[0].user_attrs["held"] == {"mem_fraction": 0.7}
-    assert estimates(study)[feasible_best(study).number].unbiased
+    assert estimates(study)[feasible_best(study).number].confirmations
 
 
 def test_a_trial_whose_worker_died_runs_again_and_is_no_failure_with_model_backed_runner(

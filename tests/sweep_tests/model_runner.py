@@ -24,6 +24,7 @@ from tuner.trial._run import TrialPruned
 from tuner.trial._run import _check_early
 from tuner.trial._stats import Aggregates
 from tuner.trial._stats import Interval
+from tuner.trial._stats import wilson
 from tuner_sim import args as sim_args
 from tuner_sim.args import LaunchError
 from tuner_sim.memory import plan_memory
@@ -107,12 +108,14 @@ class ModelRunner(InstantRunner):
         acc = model.gsm8k.accuracy
         if settings.humming_w4a8:
             acc -= 0.0045
-        per_q = {f"q{i}": self.rng.random() < acc for i in range(self.questions)}
+        # the final accuracy sample asks more questions than the screening (the launch's)
+        n = max(self.questions, job.options.workload.questions or 0)
+        per_q = {f"q{i}": self.rng.random() < acc for i in range(n)}
         k = sum(per_q.values())
-        agg = Aggregates(requests=self.questions, tpot_ms=tpot,
+        agg = Aggregates(requests=n, tpot_ms=tpot,
                          tpot_ci95=Interval(low=tpot * 0.98, high=tpot * 1.02),
-                         decode_tok_s=1000 / tpot, accuracy=k / self.questions, correct=k,
-                         scored=self.questions, per_question=per_q,
+                         decode_tok_s=1000 / tpot, accuracy=k / n, correct=k,
+                         scored=n, per_question=per_q, accuracy_ci95=wilson(k, n),
                          accept_length=pm.expected_accept_length("sampled")
                          if settings.speculative else None)
         res.aggregates = agg

@@ -70,8 +70,8 @@ def export(
                               trial_number=trial.number, study_name=study,
                               storage_url=redact_url(loc.storage_url), baseline=baseline,
                               gate_floor=floor, tpot_tolerance=tpot_tolerance,
-                              vocab_size=vocab, estimate=chosen.estimate,
-                              regime=regime_info)
+                              vocab_size=vocab, shown=chosen,
+                              shown_baseline=answer.baseline, regime=regime_info)
     _say_pick(result, chosen, f"regime {regime}" if regime else pick)
     _say_regime(regime_info)
     _say_ties_and_capacity(st, answer, chosen, larger)
@@ -145,27 +145,24 @@ def _model(context: Any, space: Any) -> tuple[str, int | None]:
 
 def _say_pick(result: Any, chosen: Any, pick: str) -> None:
     """What was exported, with the figures `tuner report` shows for it (the same TPOT,
-    interval and launches)."""
+    interval, launches, accept length, accuracy and configuration)."""
     from tuner.cli._common import console
 
     c = console()
-    a = result.aggregates
-    cfg = " ".join(f"{k}={v}" for k, v in result.config.items())
+    cfg = " ".join(f"{k}={v}" for k, v in chosen.served_config.items())
     status = (f"the pick of {pick}; for the workload itself: {chosen.status}"
               if pick.startswith("regime ") else f"{pick}; {chosen.status}")
     c.print(f"trial #{chosen.number} ({status}): {cfg}", highlight=False)
-    if a is None or chosen.tpot_ms is None:
+    if result.aggregates is None or chosen.tpot_ms is None:
         return
     label = " (simulated machine time)" if result.simulated else ""
     ci = chosen.tpot_ci95
     n = chosen.launches
-    what = ("the mean of its confirmation launches" if chosen.estimate is not None
-            and chosen.estimate.unbiased else f"the mean of {n} launches" if n > 1
-            else "1 launch, unconfirmed")
-    acc = f", accuracy {chosen.accuracy:.1%}" if chosen.accuracy is not None else ""
+    what = f"the mean of {n} launches" if n > 1 else "1 launch, unconfirmed"
+    acc = chosen.accuracy_figure
     c.print(f"TPOT {chosen.tpot_ms:.2f} ms" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-            + f"{label}: {what}; accept length {a.accept_length or 1:.2f}{acc}",
-            highlight=False)
+            + f"{label}: {what}; accept length {chosen.accept_length or 1:.2f}"
+            + (f"; accuracy {acc.text()}" if acc is not None else ""), highlight=False)
 
 
 def _say_ties_and_capacity(st: Any, answer: Any, chosen: Any, larger: Any) -> None:

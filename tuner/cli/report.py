@@ -45,12 +45,14 @@ def report(
     if json_:
         from tuner.report import as_dict
         from tuner.report import pick_row
+        from tuner.report import pick_sentence
         from tuner.report import regime_records
 
         typer.echo(json.dumps({"study": study, "simulated": data.simulated,
                                "workload": data.workload, "summary": data.summary(),
                                "pick_note": data.answer.pick_note() if data.answer else None,
                                "pick": pick_row(data),
+                               "pick_sentence": pick_sentence(data),
                                "regimes": regime_records(data),
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),

@@ -22,7 +22,7 @@ import yaml
 from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
-from tuner.study import Estimate
+from tuner.study import Configuration
 from tuner.study import artifact_metas
 from tuner.study import study_answer
 from tuner.study import trial_at
@@ -63,7 +63,8 @@ def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
 
 
 def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: float,
-                 tpot_ms: float | None = None) -> dict[str, Any]:
+                 tpot_ms: float | None = None, accept_length: float | None = None
+                 ) -> dict[str, Any]:
     """What a server started from this profile must show (``tuner verify``)."""
     server_info: dict[str, Any] = {}
     if_present: dict[str, Any] = {}
@@ -88,21 +89,24 @@ def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: floa
     if tpot:
         out["tpot_ms"] = {"measured": round(tpot, 3),
                           "max": round(tpot * (1 + tpot_tolerance), 3)}
-    if a is not None and a.accept_length:
-        out["accept_length"] = {"measured": round(a.accept_length, 3),
-                                "min": round(max(gate_floor, 0.75 * a.accept_length), 3)}
+    al = accept_length or (a.accept_length if a is not None else None)
+    if al:
+        out["accept_length"] = {"measured": round(al, 3),
+                                "min": round(max(gate_floor, 0.75 * al), 3)}
     return out
 
 
-def _figures(result: TrialResult, estimate: Estimate | None) -> dict[str, Any]:
-    """The profile's measured figures: the trial's, its pooled TPOT when the finals
-    re-measured it, and a mix's TPOT and accept length by content class."""
+def _figures(result: TrialResult, shown: Configuration | None) -> dict[str, Any]:
+    """The profile's measured figures. With ``shown`` (the configuration as the study's
+    answer shows it): its TPOT pooled over every launch with their count, its mean accept
+    length and its one accuracy (on its largest sample, paired with the baseline), the
+    figures every other output shows; the rest are the exported launch's own."""
     a = result.aggregates
     if a is None:
         return {}
     figures: dict[str, Any] = {
         "tpot_ms": a.tpot_ms, "tpot_ci95": [a.tpot_ci95.low, a.tpot_ci95.high]
-        if a.tpot_ci95 else None, "tpot_median_ms": a.tpot_median_ms,
+        if a.tpot_ci95 else None, "tpot_launches": 1, "tpot_median_ms": a.tpot_median_ms,
         "tpot_p95_ms": a.tpot_p95_ms, "decode_tok_s": a.decode_tok_s,
         "ttft_mean_s": a.ttft_mean_s, "e2e_mean_s": a.e2e_mean_s,
         "accept_length": a.accept_length, "accuracy": a.accuracy,
@@ -113,13 +117,18 @@ def _figures(result: TrialResult, estimate: Estimate | None) -> dict[str, Any]:
         figures["tpot_ms_by_class"] = {c: f.tpot_ms for c, f in a.shown_classes().items()}
         figures["accept_length_by_class"] = {c: f.accept_length
                                              for c, f in a.shown_classes().items()}
-    if estimate is not None and estimate.remeasured:
-        figures.update({
-            "tpot_ms": estimate.tpot_ms, "tpot_ci95": [estimate.low, estimate.high],
-            "tpot_first_reading_ms": a.tpot_ms, "tpot_launches": estimate.launches,
-            "tpot_is": ("the mean of the confirmation launches taken after the finals "
-                        "chose it (unbiased)" if estimate.unbiased else
-                        "the mean over its launches")})
+    if shown is None:
+        return figures
+    ci = shown.tpot_ci95
+    figures.update({
+        "tpot_ms": shown.tpot_ms, "tpot_ci95": list(ci) if ci else None,
+        "tpot_launches": shown.launches, "tpot_first_reading_ms": shown.first_reading_ms,
+        "tpot_is": (f"the mean over its {shown.launches} launches" if shown.launches > 1
+                    else "1 launch, unconfirmed"),
+        "accept_length": shown.accept_length})
+    acc = shown.accuracy_figure
+    if acc is not None:
+        figures.update(acc.as_dict())
     return figures
 
 
@@ -127,11 +136,13 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   model_path: str, result: TrialResult, *, trial_number: int, study_name: str,
                   storage_url: str, baseline: TrialResult | None, gate_floor: float,
                   tpot_tolerance: float = 0.15, vocab_size: int | None = None,
-                  estimate: Estimate | None = None,
+                  shown: Configuration | None = None,
+                  shown_baseline: Configuration | None = None,
                   regime: dict[str, Any] | None = None) -> list[Path]:
-    """Write the profile of ``result``; ``estimate``: the finals' pooled TPOT of its
-    configuration (:func:`tuner.study.estimates`), reported instead of the first reading;
-    ``regime``: the load regime it was chosen for and its figures there."""
+    """Write the profile of ``result``; ``shown``: its configuration as the study's answer
+    shows it (:class:`tuner.study.Configuration`: pooled TPOT, accept length, the one
+    accuracy), reported instead of the exported launch's own figures; ``shown_baseline``:
+    the baseline's; ``regime``: the load regime it was chosen for and its figures there."""
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
     files = engine.profile_files(
@@ -141,8 +152,7 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
     for name, text in files.items():
         (out / name).write_text(text)
     (out / "launch.sh").chmod(0o755)
-    base = baseline.aggregates if baseline is not None else None
-    figures = _figures(result, estimate)
+    figures = _figures(result, shown)
     profile = {
         "profile_version": 1,
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -163,18 +173,48 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "figures": figures,
         "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",
-        "baseline": {"tpot_ms": base.tpot_ms, "accuracy": base.accuracy} if base else None,
-        "speedup": (base.tpot_ms / figures["tpot_ms"]) if (base and base.tpot_ms
-                                                            and figures.get("tpot_ms"))
-        else None,
+        "baseline": _baseline(baseline, shown, shown_baseline),
+        "speedup": _speedup(baseline, shown_baseline, figures.get("tpot_ms")),
         "launch": {"argv": plan.argv, "env": {k: v for k, v in plan.env.items()
                                               if not k.startswith("TUNER_SIM_")},
                    "files": sorted(files)},
         "expect": expectations(result, gate_floor=gate_floor, tpot_tolerance=tpot_tolerance,
-                               tpot_ms=figures.get("tpot_ms")),
+                               tpot_ms=figures.get("tpot_ms"),
+                               accept_length=figures.get("accept_length")),
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return [out / n for n in (*files, "profile.yaml")]
+
+
+def _baseline(baseline: TrialResult | None, shown: Configuration | None,
+              shown_baseline: Configuration | None) -> dict[str, Any] | None:
+    """The baseline's figures beside the profile's: its TPOT as the study shows it, and
+    its accuracy on the same questions as the profile's accuracy (the paired comparison's),
+    not on another sample."""
+    base = baseline.aggregates if baseline is not None else None
+    if base is None and shown_baseline is None:
+        return None
+    out: dict[str, Any] = {
+        "tpot_ms": shown_baseline.tpot_ms if shown_baseline is not None else (
+            base.tpot_ms if base is not None else None),
+        "tpot_launches": shown_baseline.launches if shown_baseline is not None else 1}
+    acc = shown.accuracy_figure if shown is not None else None
+    if acc is not None and acc.paired:
+        out.update({"accuracy": acc.baseline, "accuracy_questions": acc.pairs,
+                    "accuracy_is": f"on the same {acc.pairs} questions as the profile's"})
+    elif shown is not None and shown is shown_baseline and acc is not None:
+        out.update({"accuracy": acc.value, "accuracy_questions": acc.questions})
+    elif base is not None:
+        out["accuracy"] = base.accuracy
+    return out
+
+
+def _speedup(baseline: TrialResult | None, shown_baseline: Configuration | None,
+             tpot: float | None) -> float | None:
+    base = (shown_baseline.tpot_ms if shown_baseline is not None else
+            baseline.aggregates.tpot_ms if baseline is not None and baseline.aggregates
+            else None)
+    return base / tpot if base and tpot else None
 
 
 def _tuned_for(workload: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from tuner.report._tables import display_table
 from tuner.report._tables import front_table
 from tuner.report._tables import leaderboard
 from tuner.report._tables import pick_row
+from tuner.report._tables import pick_sentence
 from tuner.report._tables import pick_table
 from tuner.report._tables import print_answer
 from tuner.report._tables import print_tables
@@ -30,6 +31,7 @@ __all__ = [
            "front_table",
            "leaderboard",
            "pick_row",
+           "pick_sentence",
            "pick_table",
            "print_answer",
            "print_tables",

@@ -122,30 +122,41 @@ class StudyData:
 
 
 def _row(c: Configuration) -> dict[str, Any]:
-    """One configuration as a table row: the figures every output shows."""
+    """One configuration as a table row: the figures every output shows (TPOT pooled over
+    its launches, its mean accept length, its one accuracy with its sample and the paired
+    comparison, its configuration at the capacity it is exported with)."""
     t = c.first
     ci: list[Any] = list(c.tpot_ci95) if c.tpot_ci95 else [None, None]
-    aci: list[Any] = list(t.accuracy_ci95) if t.accuracy_ci95 else [None, None]
+    aci: list[Any] = list(c.accuracy_ci95) if c.accuracy_ci95 else [None, None]
+    acc = c.accuracy_figure
+    config = c.served_config
     return {
         "number": c.number, "role": c.role.value, "kind": c.kind,
         "tpot_ms": c.tpot_ms, "tpot_lo": ci[0], "tpot_hi": ci[1], "launches": c.launches,
-        "confirmed": c.confirmed, "first_reading_ms": t.tpot_ms,
-        "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
-        "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
+        "confirmed": c.confirmed, "first_reading_ms": c.first_reading_ms,
+        "decode_tok_s": t.decode_tok_s, "accuracy": c.accuracy,
+        "acc_lo": aci[0], "acc_hi": aci[1],
+        "accuracy_questions": acc.questions if acc is not None else None,
+        "accuracy_sample": acc.sample if acc is not None else None,
+        "screening_accuracy": t.accuracy,
+        "baseline_accuracy": acc.baseline if acc is not None else None,
+        "paired_drop_pp": acc.drop_pp if acc is not None else None,
+        "p_drop": acc.p_drop if acc is not None else None,
+        "accept_length": c.accept_length,
         "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
         "reason": t.reason, "message": t.message,
         "gate": ", ".join(t.gate), "verdict": c.status, "pick": c.is_pick,
-        "tie": c.tie, "final_sample_passed": c.final_passed, "config": t.config,
+        "tie": c.tie, "final_sample_passed": c.final_passed, "config": config,
         "config_hash": t.config_hash, "started_at": t.started_at,
         "completed_at": t.completed_at,
-        **{f"knob.{k}": value_key(v) for k, v in t.config.items()},
+        **{f"knob.{k}": value_key(v) for k, v in config.items()},
     }
 
 
 def collect(study: Any) -> StudyData:
     every = summaries(study)
     answer = study_answer(study, every)
-    knobs = list(dict.fromkeys(k for c in answer.configurations for k in c.config))
+    knobs = list(dict.fromkeys(k for c in answer.configurations for k in c.served_config))
     rows = [_row(c) for c in answer.configurations]
     baseline = next((r for r in rows if r["role"] == Role.BASELINE.value
                      and r["kind"] != "failed"), None)

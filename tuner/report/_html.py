@@ -48,7 +48,9 @@ def _hover(df: pd.DataFrame, data: StudyData) -> list[str]:
             lines.append(f"TPOT {r['tpot_ms']:.2f} ms"
                          + (f" (mean of {runs} launches)" if runs > 1 else " (1 launch)"))
         if pd.notna(r.get("accuracy")):
-            lines.append(f"accuracy {r['accuracy']:.1%}")
+            n = r.get("accuracy_questions")
+            lines.append(f"accuracy {r['accuracy']:.1%}" + (
+                f" on {int(n)} questions ({r['accuracy_sample']})" if pd.notna(n) else ""))
         if pd.notna(r.get("accept_length")) and r.get("accept_length"):
             lines.append(f"accept length {r['accept_length']:.2f}")
         if r.get("gate"):
@@ -261,7 +263,10 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
         parts.insert(2 + regimes, f"<p class=note>{IMPORTANCE_NOTE}</p>")
     clock = ("Figures are simulated machine time (the built-in Spark simulator)."
              if data.simulated else "Figures are wall-clock time.")
-    summary = html.escape(data.summary())
+    from tuner.report._tables import pick_sentence
+
+    said = pick_sentence(data)
+    summary = html.escape(data.summary()) + (f". {html.escape(said)}" if said else "")
     table_html = _html_tables(tables)
     gate = ("" if data.accuracy is None else "<h2>Accuracy gate</h2><ul>" + "".join(
         f"<li>{html.escape(line)}</li>" for line in data.accuracy.sentences()) + "</ul>")

@@ -20,7 +20,7 @@ from tuner.study import RegimeRow
 
 
 def _figures(r: RegimeRow) -> dict[str, Any]:
-    return {"trial": r.number, "config": r.configuration.config,
+    return {"trial": r.number, "config": r.configuration.served_config,
             "goodput_rps": r.goodput_rps, "throughput_tok_s": r.throughput_tok_s,
             "tpot_p95_ms": r.tpot_p95_ms, "ttft_p95_s": r.ttft_p95_s, "sla_met": r.sla_met,
             "within_sla": r.within_sla, "launches": r.launches,
@@ -71,7 +71,7 @@ def regime_table(data: StudyData) -> pd.DataFrame:
 
 
 def _config_row(r: RegimeRow) -> dict[str, Any]:
-    return {"config": r.configuration.config}
+    return {"config": r.configuration.served_config}
 
 
 def regime_front_title(g: RegimeAnswer) -> str:

@@ -30,11 +30,19 @@ def _row(r: Any, data: StudyData) -> dict[str, Any]:
         "tpot_ms": _num(r["tpot_ms"]), "tpot_ci95": _pair(r.get("tpot_lo"), r.get("tpot_hi")),
         "decode_tok_s": _num(r.get("decode_tok_s")), "accuracy": _num(r.get("accuracy")),
         "accuracy_ci95": _pair(r.get("acc_lo"), r.get("acc_hi")),
+        "accuracy_questions": _num(r.get("accuracy_questions")),
+        "accuracy_sample": r.get("accuracy_sample") if isinstance(
+            r.get("accuracy_sample"), str) else None,
+        "screening_accuracy": _num(r.get("screening_accuracy")),
+        "baseline_accuracy": _num(r.get("baseline_accuracy")),
+        "paired_drop_pp": _num(r.get("paired_drop_pp")), "p_drop": _num(r.get("p_drop")),
+        "first_reading_ms": _num(r.get("first_reading_ms")),
         "accept_length": _num(r.get("accept_length")), "speedup": _num(r.get("speedup")),
         "tpot_ms_by_class": _classes(r.get("class_tpot_ms")),
         "on_front": bool(r.get("on_front")), "pick": bool(r.get("pick")),
         "confirmed": bool(r.get("confirmed")),
         "differs_from_baseline": differs(r, data.baseline),
+        "config": r.get("config"),
         "verdict": r["verdict"],
     }
 
@@ -60,11 +68,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
     out["launches"] = df["launches"].astype(int)
     out["TPOT ms [95% CI]"] = [tpot_text(r) for _, r in df.iterrows()]
     out["tok/s"] = [_fmt(v, ".1f") for v in df["decode_tok_s"]]
-    out["accuracy [95% CI]"] = [
-        f"{_fmt(r['accuracy'], '.1%')}" + (f" [{r['accuracy_ci95'][0]:.1%}, "
-                                           f"{r['accuracy_ci95'][1]:.1%}]"
-                                           if r["accuracy_ci95"] else "")
-        for _, r in df.iterrows()]
+    out["accuracy [95% CI]"] = [accuracy_text(r) for _, r in df.iterrows()]
     out["accept"] = [_fmt(v, ".2f") for v in df["accept_length"]]
     if "tpot_ms_by_class" in df and df["tpot_ms_by_class"].notna().any():
         out["TPOT ms by class"] = [class_text(v) for v in df["tpot_ms_by_class"]]
@@ -72,6 +76,24 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
                        for v in df["speedup"]]
     out["differs from the baseline"] = df["differs_from_baseline"]
     out["verdict"] = df["verdict"]
+    return out
+
+
+def accuracy_text(r: Any, paired: bool = False) -> str:
+    """``90.0% [86.1%, 92.9%] on 300 (final sample)``: a configuration's one accuracy with
+    its sample; ``paired``: and the paired comparison with the baseline on the same
+    questions."""
+    out = _fmt(r.get("accuracy"), ".1%")
+    ci = r.get("accuracy_ci95")
+    if ci:
+        out += f" [{ci[0]:.1%}, {ci[1]:.1%}]"
+    n, sample = _num(r.get("accuracy_questions")), r.get("accuracy_sample")
+    if n:
+        out += f" on {n}" + (f" ({sample})" if sample else "")
+    drop = _num(r.get("paired_drop_pp"))
+    if paired and drop is not None:
+        out += (f"; the baseline {r['baseline_accuracy']:.1%} on them, {-drop:+.2f} pp "
+                f"paired (p = {r['p_drop']:.2g})")
     return out
 
 
@@ -88,6 +110,27 @@ def pick_row(data: StudyData) -> dict[str, Any] | None:
     """The pick as one row (``tuner report --json``'s ``pick``), or None."""
     rows = [_row(r, data) for _, r in data.pick().iterrows()]
     return rows[0] if rows else None
+
+
+def pick_sentence(data: StudyData) -> str | None:
+    """The pick in words, with every figure as every output shows it: TPOT pooled over its
+    launches, the first reading, the mean accept length, its one accuracy with the paired
+    comparison, and the capacity it is exported at. None before there is a pick."""
+    p = data.answer.pick if data.answer is not None else None
+    r = pick_row(data)
+    if p is None or r is None or p.tpot_ms is None:
+        return None
+    runs = (f"the mean of {p.launches} launches (first reading {p.first_reading_ms:.2f})"
+            if p.launches > 1 and p.first_reading_ms else "1 launch, unconfirmed")
+    out = f"the pick #{p.number}: TPOT {tpot_text(r)} ms, {runs}"
+    if p.accept_length:
+        out += f"; accept length {p.accept_length:.2f}"
+    if p.accuracy is not None:
+        out += f"; accuracy {accuracy_text(r, paired=True)}"
+    if p.capacity_launch is not None:
+        held = " ".join(f"{k}={v}" for k, v in p.capacity_launch.held.items())
+        out += f"; {held} (the largest capacity the finals saw serve: what export writes)"
+    return out
 
 
 def pick_table(data: StudyData) -> pd.DataFrame:
@@ -116,6 +159,9 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
     note = data.answer.pick_note() if data.answer is not None else None
     if note:
         out.print(f"[yellow]note[/]: {note}", highlight=False)
+    said = pick_sentence(data)
+    if said:
+        out.print(said, highlight=False)
     for title, df in (("The pick (tuner export --pick fastest)", pick_table(data)),
                       ("Pareto front", front), ("Leaderboard", board)):
         if df.empty:
@@ -173,14 +219,17 @@ def print_answer(out: Any, data: StudyData) -> None:
     if rows.empty:
         out.print("no feasible configuration was measured")
         return
+    said = pick_sentence(data)
+    if said:
+        out.print(said, highlight=False)
     shown = display_table(pd.DataFrame([_row(r, data) for _, r in rows.iterrows()]))
     t = Table(title=f"The pick and the Pareto front{clock}")
     for col in ("trial", "TPOT ms [95% CI]", "accuracy", "speed-up", "verdict"):
         t.add_column(col, overflow="fold")
     for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
         runs = f" x{int(r['launches'])}" if r["launches"] > 1 else ""
-        acc = _fmt(r.get("accuracy"), ".1%")
-        t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs, acc, d["speed-up"], d["verdict"])
+        t.add_row(d["trial"], d["TPOT ms [95% CI]"] + runs, d["accuracy [95% CI]"],
+                  d["speed-up"], d["verdict"])
     out.print(t)
     for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
         out.print(f"{d['trial']}: {differs(r, data.baseline) or '-'}", highlight=False)

@@ -10,12 +10,14 @@ from tuner.study._bridge import distribution
 from tuner.study._bridge import suggest
 from tuner.study._facade import Proposal
 from tuner.study._facade import SweepStudy
+from tuner.study._figures import Accuracy
 from tuner.study._front import feasible_best
 from tuner.study._front import feasible_front
 from tuner.study._lock import DriverLock
 from tuner.study._lock import LockHeld
 from tuner.study._open import open_study
 from tuner.study._pooled import Estimate
+from tuner.study._pooled import behind_within_noise
 from tuner.study._pooled import estimates
 from tuner.study._pooled import feasible_estimates
 from tuner.study._pooled import final_baseline_runs
@@ -61,6 +63,7 @@ __all__ = [
            "OBJECTIVES",
            "ROLE",
            "SAMPLERS",
+           "Accuracy",
            "Answer",
            "AnswerStorage",
            "Configuration",
@@ -78,6 +81,7 @@ __all__ = [
            "answer_of",
            "artifact_metas",
            "baseline_trial",
+           "behind_within_noise",
            "context_of",
            "dashboard_storage",
            "distribution",

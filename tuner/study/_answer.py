@@ -29,7 +29,12 @@ from dataclasses import field
 from typing import Any
 
 from tuner.errors import counted
+from tuner.study._figures import Accuracy
+from tuner.study._figures import accept_length_of
+from tuner.study._figures import accuracy_of
+from tuner.study._figures import served_capacity
 from tuner.study._pooled import Estimate
+from tuner.study._pooled import behind_within_noise
 from tuner.study._pooled import estimates
 from tuner.study._pooled import final_verdicts
 from tuner.study._pooled import final_verified
@@ -62,10 +67,32 @@ class Configuration:
     tie: bool = False
     #: passed the final accuracy sample (directly or through its numerics); None: no sample
     final_passed: bool | None = None
+    #: its one accuracy: on its largest sample, paired with the baseline (``_figures``)
+    accuracy_figure: Accuracy | None = None
+    #: the mean accept length over its launches
+    mean_accept_length: float | None = None
+    #: the finals' launch that served at the largest capacity setting (None: none raised it)
+    capacity_launch: TrialSummary | None = None
 
     @property
     def config(self) -> dict[str, Any]:
+        """The configuration as the search measured it first (what its neighbours move)."""
         return self.first.config
+
+    @property
+    def served_config(self) -> dict[str, Any]:
+        """The configuration as every output shows it and ``export`` writes it: at the
+        largest capacity setting the finals saw serve (the memory fraction)."""
+        held = self.capacity_launch.held if self.capacity_launch is not None else {}
+        return {**self.first.config, **held}
+
+    @property
+    def first_reading_ms(self) -> float | None:
+        return self.first.tpot_ms
+
+    @property
+    def accept_length(self) -> float | None:
+        return self.mean_accept_length
 
     @property
     def admissible(self) -> bool:
@@ -93,7 +120,17 @@ class Configuration:
 
     @property
     def accuracy(self) -> float | None:
-        return self.first.accuracy
+        """The one accuracy (on its largest sample), else its first launch's."""
+        f = self.accuracy_figure
+        return f.value if f is not None else self.first.accuracy
+
+    @property
+    def accuracy_ci95(self) -> tuple[float, float] | None:
+        f = self.accuracy_figure
+        if f is not None:
+            return f.ci95
+        ci = self.first.accuracy_ci95
+        return (ci[0], ci[1]) if ci else None
 
     @property
     def status(self) -> str:
@@ -122,6 +159,9 @@ class Answer:
     pick: Configuration | None = None
     baseline: Configuration | None = None
     front: list[Configuration] = field(default_factory=list)
+    #: admissible configurations that read better than the pick on the figures shown but
+    #: are left off the front: single readings, or finalists within noise of it
+    left_off: frozenset[int] = frozenset()
 
     @property
     def confirmed(self) -> int:
@@ -132,7 +172,8 @@ class Answer:
     def unconfirmed_faster(self) -> list[Configuration]:
         """Admissible configurations measured once that read faster than the confirmed pick
         at no less accuracy: single readings, the luckiest of their draws, that the finals
-        did not launch again (the budget ended); they keep the pick off the front."""
+        did not launch again (the budget ended). They are left off the front: a single
+        reading does not displace what the finals confirmed."""
         p = self.pick
         if p is None or not p.confirmed or p.tpot_ms is None:
             return []
@@ -141,16 +182,15 @@ class Answer:
                 and (c.accuracy or 0.0) >= (p.accuracy or 0.0)]
 
     def pick_note(self) -> str | None:
-        """A sentence when the pick is not on the front, else None."""
+        """A sentence when single readings read faster than the pick, else None."""
         faster = self.unconfirmed_faster
-        if self.pick is None or self.pick.on_front or not faster:
+        if self.pick is None or not faster:
             return None
         shown = ", ".join(f"#{c.number}" for c in faster[:6])
-        return (f"the pick #{self.pick.number} is not on the front: "
-                f"{counted(len(faster), 'configuration')} measured once read faster "
-                f"({shown}; 1 launch, "
-                "unconfirmed: a single reading is the luckiest of its draws); the finals "
-                "confirmed the pick. More --trials let the finals launch them again")
+        return (f"{counted(len(faster), 'configuration')} measured once read faster than "
+                f"the pick #{self.pick.number} ({shown}; 1 launch, unconfirmed: a single "
+                "reading is the luckiest of its draws) and are left off the front; the "
+                "finals confirmed the pick. More --trials let the finals launch them again")
 
     @property
     def ties(self) -> list[Configuration]:
@@ -232,10 +272,23 @@ def _kind(s: TrialSummary, refused: list[dict[str, Any]]) -> str:
     return "refused" if refused and shares(s.config, refused) else "feasible"
 
 
-def _undominated(rows: list[Configuration], with_accuracy: bool) -> set[int]:
-    """Numbers of the admissible ``rows`` no other admissible row beats on the displayed
-    TPOT and accuracy (missing accuracy counts as 0). Single objective: the fastest."""
-    cands = [c for c in rows if c.admissible and c.tpot_ms is not None]
+def _dominates(a: Configuration, b: Configuration, with_accuracy: bool) -> bool:
+    """Whether ``a`` beats ``b`` on the displayed figures (no worse on both, better on one;
+    single objective: faster)."""
+    ta, tb = a.tpot_ms or 0.0, b.tpot_ms or 0.0
+    if not with_accuracy:
+        return ta < tb
+    aa, ab = a.accuracy or 0.0, b.accuracy or 0.0
+    return ta <= tb and aa >= ab and (ta < tb or aa > ab)
+
+
+def _undominated(rows: list[Configuration], with_accuracy: bool,
+                 leave_out: frozenset[int] = frozenset()) -> set[int]:
+    """Numbers of the admissible ``rows`` (less ``leave_out``) no other of them beats on
+    the displayed TPOT and accuracy (missing accuracy counts as 0). Single objective: the
+    fastest."""
+    cands = [c for c in rows if c.admissible and c.tpot_ms is not None
+             and c.number not in leave_out]
     if not cands:
         return set()
     if not with_accuracy:
@@ -255,16 +308,26 @@ def _undominated(rows: list[Configuration], with_accuracy: bool) -> set[int]:
 
 def _pick(rows: list[Configuration], summaries: list[TrialSummary],
           front: set[int]) -> Configuration | None:
-    """After the finals: the re-measured admissible configuration (confirmed ones first)
-    with the lowest mean over its launches; before: the fastest front row. With a final
-    accuracy sample only what passed it; when nothing did, the baseline."""
+    """After the finals: the re-measured admissible configuration with the lowest mean over
+    all its launches, except that the finals' leader (the one they confirmed) stays the
+    pick when it trails by less than one standard error of the difference (the finals
+    chose it over that one within noise, :mod:`tuner.sweep._finals`). Before the finals:
+    the fastest front row. With a final accuracy sample only what passed it; when nothing
+    did, the baseline."""
     verified = final_verified(summaries)
     ok = [c for c in rows if c.admissible and (verified is None or c.number in verified)]
-    measured_again = [c for c in ok if c.confirmed]
-    if measured_again:
-        unbiased = [c for c in measured_again if c.estimate and c.estimate.unbiased]
-        return min(unbiased or measured_again,
-                   key=lambda c: c.estimate.pooled_ms if c.estimate else 0.0)
+    again = [c for c in ok if c.confirmed and c.estimate is not None]
+    if again:
+        fastest = min(again, key=lambda c: (c.tpot_ms or 0.0, c.number))
+        leaders = [c for c in again if c.estimate and c.estimate.confirmations]
+        if not leaders:
+            return fastest
+        leader = min(leaders, key=lambda c: (c.tpot_ms or 0.0, c.number))
+        assert leader.estimate is not None and fastest.estimate is not None
+        spread = [c.estimate for c in again if c.estimate is not None]
+        if behind_within_noise(leader.estimate, fastest.estimate, spread):
+            return leader
+        return fastest
     on_front = [c for c in ok if c.number in front]
     if on_front:
         return min(on_front, key=lambda c: (c.tpot_ms or 0.0, c.number))
@@ -280,6 +343,7 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
     _, refused = final_verdicts(summaries)
     verified = final_verified(summaries)
     pooled = estimates(None, summaries)
+    by_number = {s.number: s for s in summaries}
     again: dict[int, list[int]] = {}
     copies: dict[int, list[int]] = {}
     for s in summaries:
@@ -287,14 +351,30 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
             again.setdefault(s.remeasure_of, []).append(s.number)
         elif s.role == Role.DUPLICATE and s.duplicate_of is not None:
             copies.setdefault(s.duplicate_of, []).append(s.number)
-    rows = [Configuration(
-        number=s.number, role=s.role, kind=_kind(s, refused), first=s,
-        estimate=pooled.get(s.number), launch_numbers=(s.number, *again.get(s.number, [])),
-        copies=tuple(copies.get(s.number, [])),
-        final_passed=None if verified is None else s.number in verified)
-        for s in summaries if s.measured]
-    front = _undominated(rows, with_accuracy)
-    pick = _pick(rows, summaries, front)
+    base = next((s for s in summaries if s.role == Role.BASELINE and s.measured), None)
+    base_launches = ([by_number[n] for n in (base.number, *again.get(base.number, []))]
+                     if base is not None else [])
+    rows = []
+    for s in summaries:
+        if not s.measured:
+            continue
+        numbers = (s.number, *again.get(s.number, []))
+        launches = [by_number[n] for n in numbers]
+        rows.append(Configuration(
+            number=s.number, role=s.role, kind=_kind(s, refused), first=s,
+            estimate=pooled.get(s.number), launch_numbers=numbers,
+            copies=tuple(copies.get(s.number, [])),
+            final_passed=None if verified is None else s.number in verified,
+            accuracy_figure=accuracy_of(launches, [] if s is base else base_launches),
+            mean_accept_length=accept_length_of(launches),
+            capacity_launch=served_capacity(launches)))
+    pick = _pick(rows, summaries, _undominated(rows, with_accuracy))
+    # the pick is on the front: what beats it on the figures shown is a single reading or
+    # a finalist the finals judged within noise of it, and stays off (pick_note, ties)
+    beaten_by = frozenset(c.number for c in rows if pick is not None and c.admissible
+                          and c.tpot_ms is not None and c.number != pick.number
+                          and _dominates(c, pick, with_accuracy))
+    front = _undominated(rows, with_accuracy, beaten_by)
     me = pick.estimate if pick is not None else None
     out = []
     for c in rows:
@@ -303,14 +383,15 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
                and c.estimate is not None and c.estimate.overlaps(me))
         out.append(replace(c, on_front=c.number in front,
                            is_pick=pick is not None and c.number == pick.number, tie=tie))
-    by_number = {c.number: c for c in out}
+    shown = {c.number: c for c in out}
     return Answer(
         configurations=out, with_accuracy=with_accuracy,
-        pick=by_number[pick.number] if pick is not None else None,
+        pick=shown[pick.number] if pick is not None else None,
         baseline=next((c for c in out if c.role == Role.BASELINE and c.kind != "failed"),
                       None),
-        front=sorted((by_number[n] for n in front),
-                     key=lambda c: (c.tpot_ms or 0.0, -(c.accuracy or 0.0), c.number)))
+        front=sorted((shown[n] for n in front),
+                     key=lambda c: (c.tpot_ms or 0.0, -(c.accuracy or 0.0), c.number)),
+        left_off=beaten_by)
 
 
 def study_answer(study: Any, summaries: list[TrialSummary] | None = None) -> Answer:

@@ -2,12 +2,13 @@
 
 A sweep measures each configuration once and keeps the fastest: that reading is the
 luckiest of many draws, biased low (docs/performance.md measured ~3% on the Spark space).
-The finals (:mod:`tuner.sweep._finals`) launch the finalists again and rank them by the
-mean over all their launches (``pooled_ms``); ranking by it still favours a lucky one, so
-the finals end with **confirmation** launches of the leader, taken after it was chosen.
-The reported TPOT of a confirmed configuration is the mean of those launches only: an
-unbiased estimate, with an interval over launches (Student's t) that includes
-launch-to-launch variation, not only one launch's requests.
+The finals (:mod:`tuner.sweep._finals`) launch the finalists again, race them on the mean
+over all their launches, and end with **confirmation** launches of the leader. A
+configuration's TPOT, everywhere the tool shows it, is that **pooled mean over every launch
+that measured it** (``launches``: "x5" is five launches, the first reading included), with
+an interval over launches (Student's t) that includes launch-to-launch variation, not only
+one launch's requests; the first reading is kept beside it (``tpot_first_reading_ms`` of
+a profile). The more launches, the less the lucky first draw weighs.
 """
 
 from __future__ import annotations
@@ -28,13 +29,24 @@ class Estimate:
     """TPOT of one configuration: ``number`` is the trial that first measured it."""
 
     number: int
-    tpot_ms: float         # the confirmed mean when confirmed, else ``pooled_ms``
+    tpot_ms: float         # the mean over every launch that measured it
     low: float
     high: float
     launches: int          # every launch that measured it, the first included
     remeasured: int        # launches of the finals (confirmations included)
-    unbiased: bool         # from confirmation launches only (taken after the choice)
-    pooled_ms: float = 0.0  # mean over every launch: what the finals rank by
+    #: confirmation launches: the finals' leader is launched again after it was chosen
+    confirmations: int = 0
+    #: every launch's TPOT, in launch order (the first reading first)
+    readings: tuple[float, ...] = ()
+
+    @property
+    def pooled_ms(self) -> float:
+        """The mean over every launch: what the finals race on (the same as ``tpot_ms``)."""
+        return self.tpot_ms
+
+    @property
+    def first_ms(self) -> float:
+        return self.readings[0] if self.readings else self.tpot_ms
 
     def overlaps(self, other: Estimate) -> bool:
         return self.low <= other.high and other.low <= self.high
@@ -67,23 +79,25 @@ def estimates(study: Any, trials: list[TrialSummary] | None = None) -> dict[int,
         if not (s.measured and s.state == "COMPLETE" and s.tpot_ms):
             continue
         fresh = again.get(s.number, [])
-        pooled = statistics.fmean([s.tpot_ms, *(r.tpot_ms for r in fresh if r.tpot_ms)])
-        confirmed = [r for r in fresh if r.confirm]
-        if confirmed:
-            values = [r.tpot_ms for r in confirmed if r.tpot_ms]
-            low, high = _interval(values, confirmed[0].tpot_ci95 if len(values) == 1
-                                  else None)
-            out[s.number] = Estimate(s.number, statistics.fmean(values), low, high,
-                                     1 + len(fresh), len(fresh), True, pooled)
-        elif fresh:
-            values = [s.tpot_ms, *(r.tpot_ms for r in fresh if r.tpot_ms)]
-            low, high = _interval(values, None)
-            out[s.number] = Estimate(s.number, pooled, low, high, len(values), len(fresh),
-                                     False, pooled)
-        else:
-            low, high = (s.tpot_ci95 or [s.tpot_ms, s.tpot_ms])[:2]
-            out[s.number] = Estimate(s.number, s.tpot_ms, low, high, 1, 0, False, s.tpot_ms)
+        values = [s.tpot_ms, *(r.tpot_ms for r in fresh if r.tpot_ms)]
+        low, high = _interval(values, s.tpot_ci95 if len(values) == 1 else None)
+        out[s.number] = Estimate(s.number, statistics.fmean(values), low, high, len(values),
+                                 len(fresh), sum(r.confirm for r in fresh), tuple(values))
     return out
+
+
+def behind_within_noise(slower: Estimate, faster: Estimate, spread: list[Estimate]) -> bool:
+    """Whether ``slower``'s mean trails ``faster``'s by less than one standard error of the
+    difference, the launches' spread pooled over the estimates of ``spread`` with two or
+    more launches; False without such a spread (nothing says what noise is)."""
+    parts = [(len(e.readings) - 1, statistics.variance(e.readings)) for e in spread
+             if len(e.readings) > 1]
+    dof = sum(d for d, _ in parts)
+    if not dof or not slower.readings or not faster.readings:
+        return False
+    sd = math.sqrt(sum(d * var for d, var in parts) / dof)
+    se = sd * math.sqrt(1 / len(slower.readings) + 1 / len(faster.readings))
+    return slower.tpot_ms - faster.tpot_ms < se
 
 
 def feasible_estimates(study: Any, trials: list[TrialSummary] | None = None
@@ -146,14 +160,13 @@ def _feasible(rows: list[TrialSummary]) -> set[int]:
 def largest_capacity(study: Any, number: int, trials: list[TrialSummary] | None = None
                      ) -> Any | None:
     """The finals' confirmation launch of trial ``number`` that served with the largest
-    capacity setting (a larger KV pool at the same speed), or None when none raised it."""
+    capacity setting (a larger KV pool at the same speed), or None when none raised it
+    (:func:`tuner.study._figures.served_capacity`: the setting every output shows)."""
+    from tuner.study._figures import served_capacity
+
     every = trials if trials is not None else summaries(study)
-    rows = [s for s in every if s.role == Role.REMEASURE and s.confirm
-            and s.remeasure_of == number and s.state == "COMPLETE" and s.feasible and s.held]
-    if not rows:
-        return None
-    best = max(rows, key=lambda s: tuple(sorted((k, float(v)) for k, v in s.held.items())))
-    return trial_at(study, best.number)
+    best = served_capacity([s for s in every if s.remeasure_of == number])
+    return trial_at(study, best.number) if best is not None else None
 
 
 def ties_with(study: Any, number: int, trials: list[TrialSummary] | None = None

@@ -44,12 +44,18 @@ from tuner.study._view_regimes import regime_trials
 #: The id of the one study the view holds.
 STUDY_ID = 0
 NOTE = ("**Served by `tuner dashboard`: one trial per configuration**, numbered as in "
-        "`tuner report`. TPOT is the figure the tool reports (the mean of the finals' "
-        "confirmation launches, else of every launch, else the one reading); only "
-        "admissible configurations are COMPLETE, so the best trials are the tool's Pareto "
-        "front. The pick (`tuner export --pick fastest`) is trial #{pick}. Gated, refused "
-        "and failed configurations are shown failed with their `verdict`. "
-        "`tuner dashboard --launches` shows every launch. This view is read-only.")
+        "`tuner report`, with the figures every output shows: TPOT the mean over all its "
+        "launches (`launches`), accuracy the one on its largest sample (`accuracy_sample`, "
+        "`accuracy_questions`, paired with the baseline), accept length the mean over its "
+        "launches, the memory fraction it is exported at. **The pick (`tuner export --pick "
+        "fastest`) is trial #{pick}**: it is always among the best trials (for one "
+        "objective, the best trial), because a configuration that reads better than it "
+        "only on a single launch, or within noise of it in the finals, is shown PRUNED "
+        "(its `verdict` says which): one reading does not displace what the finals "
+        "confirmed. Only the other admissible configurations are COMPLETE, so the best "
+        "trials are the tool's Pareto front. Gated, refused and failed configurations are "
+        "shown failed with their `verdict`. `tuner dashboard --launches` shows every "
+        "launch. This view is read-only.")
 
 
 class ReadOnly(RuntimeError):
@@ -128,6 +134,17 @@ class AnswerStorage(BaseStorage):
                 return t
         raise KeyError(f"no trial with id {trial_id} in this view")
 
+    def get_best_trial(self, study_id: int) -> FrozenTrial:
+        """The pick, for a study of one objective (Optuna's and the dashboard's best trial);
+        a regime's study: its pick."""
+        ra = self._regime(study_id)
+        trials = self._refresh() if ra is None else self._regimes[study_id - 1][1]
+        pick = self._pick if ra is None else (ra.pick.number if ra.pick else None)
+        for t in trials:
+            if t.number == pick and t.state == TrialState.COMPLETE:
+                return t
+        return super().get_best_trial(study_id)
+
     def regime_studies(self) -> list[tuple[int, str]]:
         """(study id, name) of each load regime's study, as the study stands now."""
         self._refresh()
@@ -163,7 +180,8 @@ class AnswerStorage(BaseStorage):
         by_number = {t.number: t for t in raw}
         self._regimes = [(ra, regime_trials(ra, by_number, i, acc))
                          for i, ra in enumerate(regime_answers(answer, rows), start=1)]
-        return [_frozen(c, by_number, answer.speedup(c)) for c in answer.configurations]
+        return [_frozen(c, by_number, answer.speedup(c), acc, c.number in answer.left_off)
+                for c in answer.configurations]
 
     # -- writes: refused --------------------------------------------------------------------
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
@@ -174,33 +192,55 @@ class AnswerStorage(BaseStorage):
     set_trial_intermediate_value = set_trial_user_attr = set_trial_system_attr = _refuse
 
 
-def _frozen(c: Configuration, by_number: dict[int, FrozenTrial],
-            speedup: float | None) -> FrozenTrial:
-    """Configuration ``c`` as one trial: its first launch's parameters, the figures every
-    output shows, the artifacts of all its launches."""
+def _frozen(c: Configuration, by_number: dict[int, FrozenTrial], speedup: float | None,
+            with_accuracy: bool, left_off: bool) -> FrozenTrial:
+    """Configuration ``c`` as one trial: its parameters at the capacity it is exported
+    with, the figures every output shows, the artifacts of all its launches; PRUNED when
+    it is ``left_off`` the front (it reads better than the pick on less evidence)."""
     first = by_number[c.number]
     launches = [by_number[n] for n in c.launch_numbers if n in by_number]
     system = {k: v for t in launches for k, v in t.system_attrs.items()
               if k.startswith("artifacts:")}
     ci = c.tpot_ci95
-    user = {**first.user_attrs, "verdict": c.status, "pick": c.is_pick,
+    acc = c.accuracy_figure
+    served = c.served_config
+    params = {k: served.get(k, v) if _within(first.distributions.get(k), served.get(k, v))
+              else v for k, v in first.params.items()}
+    user = {**first.user_attrs, "verdict": c.status + (
+        " (reads better than the pick on less evidence: left off the front)"
+        if left_off else ""), "pick": c.is_pick,
             "on_front": c.on_front, "launches": c.launches,
             "launch_trials": list(c.launch_numbers), "tpot_ms": c.tpot_ms,
-            "tpot_ci95": list(ci) if ci else None, "first_reading_ms": c.first.tpot_ms,
-            "speedup": speedup}
-    complete = c.admissible and c.tpot_ms is not None and first.values is not None
+            "tpot_ci95": list(ci) if ci else None, "first_reading_ms": c.first_reading_ms,
+            "accept_length": c.accept_length, "config": served,
+            **(acc.as_dict() if acc is not None else {}), "speedup": speedup}
+    complete = (c.admissible and not left_off and c.tpot_ms is not None
+                and first.values is not None)
     values = None
     if complete:
         assert c.tpot_ms is not None and first.values is not None
-        values = [c.tpot_ms, *first.values[1:]]
+        values = ([c.tpot_ms, c.accuracy if c.accuracy is not None else first.values[1]]
+                  if with_accuracy and len(first.values) > 1 else [c.tpot_ms])
         system["constraints"] = [-1.0]       # the dashboard's (legacy) feasibility
     ends = [t.datetime_complete for t in launches if t.datetime_complete is not None]
+    state = (TrialState.COMPLETE if complete else TrialState.PRUNED if left_off
+             else TrialState.FAIL)
     return FrozenTrial(
-        number=c.number, state=TrialState.COMPLETE if complete else TrialState.FAIL,
-        value=None, values=values, datetime_start=first.datetime_start,
+        number=c.number, state=state, value=None, values=values,
+        datetime_start=first.datetime_start,
         datetime_complete=max(ends) if ends else first.datetime_complete,
-        params=first.params, distributions=first.distributions, user_attrs=user,
+        params=params, distributions=first.distributions, user_attrs=user,
         system_attrs=system, intermediate_values={}, trial_id=first._trial_id)
+
+
+def _within(dist: Any, value: Any) -> bool:
+    """Whether ``value`` is a value of the Optuna distribution ``dist``."""
+    if dist is None:
+        return False
+    try:
+        return bool(dist._contains(dist.to_internal_repr(value)))
+    except (ValueError, TypeError, IndexError):
+        return False
 
 
 def dashboard_storage(location: Any, name: str, *, launches: bool = False) -> AnswerStorage:

@@ -6,8 +6,10 @@ Finalists: the feasible configurations whose TPOT interval overlaps the best one
 fastest ``max_finalists``). The last ``share`` of the trial budget (or of ``--hours``) is
 theirs: first a **race** (one launch at a time, always to the finalist with the fewest
 launches; ranked by the mean over all their launches), then **confirmation** launches of
-the race's leader. The pick is the confirmed configuration; its reported TPOT is the mean
-of the confirmation launches only (:mod:`tuner.study._pooled`), an unbiased estimate.
+the race's leader. The pick is decided on the mean over all of each finalist's launches
+(:func:`tuner.study.answer_of`): the leader, unless another finalist's mean is ahead of it
+by more than one standard error of the difference; the TPOT reported is that mean, "x5"
+beside it five launches (:mod:`tuner.study._pooled`).
 
 The leader is the fastest finalist, except that a finalist that changes the model's
 numerics less (:func:`numerics_changes`: a lower-precision kernel, activation or LM head
@@ -32,6 +34,7 @@ from typing import Any
 from tuner.space import SearchSpace
 from tuner.study import Role
 from tuner.study import TrialSummary
+from tuner.study import behind_within_noise
 from tuner.study import feasible_estimates
 from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
 from tuner.sweep._final_sample import final_launch_s
@@ -151,29 +154,15 @@ class Finals:
     def _lead(self, rows: list[TrialSummary], est: dict[int, Any]) -> int:
         """The finalist to confirm: the fastest by pooled mean, unless one with fewer
         numerics changes trails it by less than one standard error of the difference."""
-        import math
-        import statistics
-
         assert self.finalists is not None
         ranked = sorted((n for n in self.finalists if n in est), key=lambda n: est[n].pooled_ms)
         if not ranked:
             return self.finalists[0]
-        runs = {n: [s.tpot_ms for s in rows if s.tpot_ms and s.state == "COMPLETE" and (
-            s.number == n or (s.role == Role.REMEASURE and s.remeasure_of == n))]
-            for n in ranked}
-        spread = [(len(v) - 1, statistics.variance(v)) for v in runs.values() if len(v) > 1]
-        dof = sum(d for d, _ in spread)
-        if not dof:
-            return ranked[0]
-        sd = math.sqrt(sum(d * var for d, var in spread) / dof)
-        configs = {s.number: s.config for s in rows}
         fastest = ranked[0]
-
-        def within_noise(n: int) -> bool:
-            se = sd * math.sqrt(1 / len(runs[n] or [0]) + 1 / len(runs[fastest] or [0]))
-            return est[n].pooled_ms - est[fastest].pooled_ms < se
-
-        close = [n for n in ranked if within_noise(n)]
+        spread = [est[n] for n in ranked]
+        close = [n for n in ranked if n == fastest
+                 or behind_within_noise(est[n], est[fastest], spread)]
+        configs = {s.number: s.config for s in rows}
         return min(close, key=lambda n: (self.numerics(configs.get(n, {})), est[n].pooled_ms))
 
     def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:
