@@ -154,3 +154,24 @@ def test_a_trial_whose_memory_grows_past_the_margin_is_stopped(tmp_path: Path) -
     assert r.cleanup == [] and port_is_free("127.0.0.1", r.plan.port)
     log = Path(r.log_path or "").read_text()
     assert "simulated host memory growth" in log and "NV_ERR_NO_MEMORY" not in log
+
+
+@pytest.mark.slow
+def test_tuner_trial_shows_the_start_up_the_host_memory_and_a_refusal(tmp_path: Path) -> None:
+    from tests.conftest import run_tuner
+
+    top_space(tmp_path)
+    common = ("--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--questions", "2",
+              "--workdir", str(tmp_path / "runs"))
+    ok = run_tuner(tmp_path, "trial", str(tmp_path / "spark-top.yaml"), *common)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    out = " ".join(ok.stdout.split())
+    assert "start-up (launch to healthy): " in out and "% of the launch's" in out
+    assert "host memory (unified): predicted peak 85.0 GiB, 119.0 GiB available of 121.0 " \
+           "before the launch, lowest while it ran 34.5 GiB, margin 6.1 GiB" in out
+    no = run_tuner(tmp_path, "trial", str(tmp_path / "spark-top.yaml"), *common,
+                   "--set", "mem_fraction=0.95")
+    assert no.returncode == 1
+    said = " ".join(no.stdout.split())
+    assert "FAILED reason would_exhaust_memory: predicted peak 117.1 GiB" in said
+    assert "start-up" not in said                           # nothing was started
