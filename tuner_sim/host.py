@@ -9,7 +9,8 @@ simulated machine whose ``/proc/meminfo`` is a file (``TUNER_SIM_HOST_MEMINFO``)
   else already holds (a server left behind, a build), so a client reads it before the
   launch as it reads a real host's;
 * the server takes its share step by step as it starts (its processes and CUDA context,
-  the weights, the memory pool, the activation workspace) and gives it back when it stops;
+  the weights, the memory pool, the activation workspace); when it stops, its machine is
+  powered off (the file removed);
 * below the profile's ``wedge_below_gib`` the machine wedges, as a GB10 does
   (NVIDIA/open-gpu-kernel-modules#1358: no out-of-memory error, nothing answers).
 
@@ -83,11 +84,11 @@ class SimHost:
         return self.available_gib
 
     def release(self) -> None:
-        """The server stopped: what it held is free again."""
-        if self.held:
-            self.held.clear()
-            with contextlib.suppress(OSError):
-                _write(self.path, self.spec.memory_gib, self.base_gib, "idle again")
+        """The server stopped, and its machine with it (one machine per launch): what it
+        held is free again, and its meminfo file is gone."""
+        self.held.clear()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
 
 
 def attach(env: dict[str, str], spec: HostMemory | None) -> SimHost | None:

@@ -135,8 +135,7 @@ def test_the_prediction_covers_what_the_simulated_server_took(tmp_path: Path) ->
         took = m.available_gib - m.lowest_available_gib
         assert m.predicted_peak_gib is not None
         assert 0.95 * m.predicted_peak_gib < took <= m.predicted_peak_gib
-        after = read_meminfo(m.source)                        # given back at the stop
-        assert after is not None and after.available_gib == pytest.approx(119.0)
+        assert not Path(m.source).exists()                   # powered off at the stop
 
 
 @pytest.mark.slow
