@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import optuna
+import pandas as pd
 import pytest
 import yaml
 
@@ -80,8 +81,12 @@ def test_the_top_fraction_is_never_launched_and_the_night_states_its_launch_over
     assert o.sentence().endswith("(simulated machine time)")
 
     page = tmp_path / "r.html"
-    out = run_tuner(tmp_path, "report", "s", "--storage", str(tmp_path / "s.db"), "--json")
+    out = run_tuner(tmp_path, "report", "s", "--storage", str(tmp_path / "s.db"), "--json",
+                    "--csv", str(tmp_path / "t.csv"))
     assert out.returncode == 0, out.stderr
+    csv = pd.read_csv(tmp_path / "t.csv").set_index("number")
+    assert csv.loc[base.number, "startup_s"] == pytest.approx(base.startup_s)   # per launch
+    assert pd.isna(csv.loc[top.number, "startup_s"])
     shown = json.loads(out.stdout)["launch_overhead"]
     assert shown["launches"] == 2 and shown["clock"] == "simulated machine time"
     assert shown["share"] == pytest.approx(o.share)

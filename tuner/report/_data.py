@@ -137,6 +137,7 @@ def _row(c: Configuration) -> dict[str, Any]:
         "decode_tok_s": t.decode_tok_s, "accuracy": t.accuracy,
         "acc_lo": aci[0], "acc_hi": aci[1], "accept_length": t.accept_length,
         "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
+        "startup_s": t.startup_s,                 # its first launch's, machine seconds
         "reason": t.reason, "message": t.message,
         "gate": ", ".join(t.gate), "verdict": c.status, "pick": c.is_pick,
         "tie": c.tie, "final_sample_passed": c.final_passed, "config": t.config,
