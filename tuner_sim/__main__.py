@@ -1,4 +1,6 @@
 """``python -m tuner_sim calibrate [--json] [--machine NAME]``: model vs published numbers.
+``python -m tuner_sim host PATH``: power a simulated machine on (its idle meminfo at PATH,
+``tuner_sim.host``).
 
 The server itself runs as ``python -m tuner_sim.<variant> serve`` (fork, stock,
 fork_unshared).
@@ -17,7 +19,13 @@ def main(argv: list[str] | None = None) -> int:
     cal = sub.add_parser("calibrate", help="published figures beside the model's")
     cal.add_argument("--json", action="store_true")
     cal.add_argument("--machine", default="dgx-spark")
+    host = sub.add_parser("host", help="write an idle simulated machine's meminfo")
+    host.add_argument("path")
     args = ap.parse_args(argv)
+    if args.cmd == "host":
+        from tuner_sim.host import main as host_main
+
+        return host_main(args.path)
     from tuner_sim.calibrate import rows
 
     try:

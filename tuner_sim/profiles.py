@@ -51,6 +51,18 @@ class Startup(_M):
     humming_kernels: int
 
 
+class HostMemory(_M):
+    """The host memory a unified-memory GPU allocates from (a GB10's), as the simulated
+    machine's meminfo file shows it (tuner_sim.host)."""
+
+    memory_gib: float            # MemTotal
+    idle_used_gib: float         # what the OS and the rest hold at idle
+    process_gib: float           # a server's own processes (Python, torch, tokenizer)
+    workspace_gib: float         # activation workspace, taken at the first prefill
+    #: with less than this free the machine wedges (the driver's rmapiLockAcquire)
+    wedge_below_gib: float = 0.5
+
+
 class Machine(_M):
     id: str
     gpu: str
@@ -76,6 +88,8 @@ class Machine(_M):
     #: the GB10 cookbook's concurrency-16 TTFT; docs/simulator.md, "Load")
     prefill_slowdown_per_running: float = 0.0
     calibration: dict[str, object] | None = None
+    #: unified memory: the GPU allocates from this host memory (None: memory of its own)
+    host: HostMemory | None = None
 
 
 class NextN(_M):

@@ -9,6 +9,7 @@ lines show machine time, as the simulated machine would print them.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import math
@@ -26,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from tuner_sim import args as sim_args
+from tuner_sim import host as sim_host
 from tuner_sim.args import LaunchError
 from tuner_sim.config_file import merge_or_exit
 from tuner_sim.content import classify
@@ -75,7 +77,7 @@ class Faults:
     fault to apply."""
 
     KINDS = ("crash_at_start", "oom_at_start", "crash_after", "hang", "ignore_flag",
-             "slow_start", "accuracy_drop")
+             "slow_start", "accuracy_drop", "memory_growth")
 
     def __init__(self, env: dict[str, str]) -> None:
         items: list[dict[str, Any]] = []
@@ -129,6 +131,11 @@ class SimServer:
         self.prefixes: list[str] = []
         self.finished_user_requests = 0
         self.lock = threading.Lock()
+        #: the simulated machine's host memory (unified memory; tuner_sim/host.py)
+        self.host: sim_host.SimHost | None = None
+        self.wedged = False
+        self.growth: dict[str, Any] | None = None
+        self.answered = 0
 
     def sim_env(self, name: str) -> str | None:
         """An SGLang env var, as the emulated engine sees it (unknown ones are ignored)."""
@@ -143,6 +150,11 @@ class SimServer:
             self.machine = load_machine(self.env.get("TUNER_SIM_MACHINE", "dgx-spark"))
         except LookupError as exc:
             raise SystemExit(f"tuner_sim: {exc}") from None
+        self.host = sim_host.attach(self.env, self.machine.host)
+        if self.host is not None and self.machine.host is not None:
+            atexit.register(self.host.release)
+            self._take("processes", self.machine.host.process_gib
+                       + self.machine.runtime_reserved_gib)
         try:
             self.model = load_model_for_path(self.ns.model_path)
         except LookupError:
@@ -162,6 +174,7 @@ class SimServer:
         #: ``accuracy_drop`` (arg: points): GSM8K accuracy that much lower, the same
         #: questions every launch (docs/simulator.md)
         self.accuracy_drop_pp = float(faults.get("accuracy_drop", {}).get("arg") or 0.0)
+        self.growth = faults.get("memory_growth")
         if "ignore_flag" in faults:
             self._ignore_flag(a, str(faults["ignore_flag"].get("arg", "")))
         self.args = a
@@ -211,6 +224,7 @@ class SimServer:
         log(f"Load weight end. elapsed={load_s:.2f} s, type={self.model.architecture}, "
             f"quant=fp8, fmt=e4m3, avail mem={free0 - weights:.2f} GB, "
             f"mem usage={weights:.2f} GB.")
+        self._take("weights", weights / sim_host.GB_PER_GIB)
         if mem is None:
             self._die(err.exc_type, err.message)
         assert mem is not None
@@ -221,6 +235,8 @@ class SimServer:
         log(f"Mamba Cache is allocated. max_mamba_cache_size: "
             f"{a['max_mamba_cache_size'] or 'auto'}, ssm_state size: {mem.mamba_gb:.2f} GB")
         log(f"Memory pool end. avail mem={mem.avail_after_pool_gb:.2f} GB")
+        self._take("pool", (max(mem.kv_gb, 0.0) + mem.mamba_gb + mem.graph_gb)
+                   / sim_host.GB_PER_GIB)
         if mem.hangs or "hang" in faults:
             self._hang()
         log(f"max_total_num_tokens={mem.max_total_num_tokens}, chunked_prefill_size="
@@ -339,6 +355,32 @@ class SimServer:
                 f"mem usage=0.12 GB, avail mem={avail - 0.12 * (i + 1):.2f} GB.")
         self.graph_s = total
 
+    def _take(self, what: str, gib: float) -> None:
+        """Hold ``gib`` more of the simulated host's memory; past its last free GiB the
+        machine wedges as a GB10 does: no out-of-memory error, nothing answers again."""
+        if self.host is None:
+            return
+        self.host.take(what, gib)
+        if self.host.wedged:
+            log("NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] "
+                "(0x00000051) returned from _memdescAllocInternal(pMemDesc) "
+                f"(simulator: {self.host.available_gib:.2f} GiB of host memory left)")
+            self.wedged = True
+            self._hang()
+
+    def request_done(self) -> None:
+        """A client's request is answered (before its last chunk leaves): the
+        ``memory_growth`` fault takes ``gib`` more host memory after ``after`` of them."""
+        f = self.growth
+        if f is None:
+            return
+        with self.lock:
+            self.answered += 1
+            n = self.answered
+        if n == int(f.get("after") or f.get("arg") or 1):
+            log(f"simulated host memory growth: {f.get('gib', 0)} GiB (TUNER_SIM_FAULTS)")
+            self._take("growth", float(f.get("gib") or 0.0))
+
     def _hang(self) -> None:
         """What a GB10 does past its safe memory fraction: nothing, ever again."""
         while True:
@@ -366,6 +408,8 @@ class SimServer:
         if self.draft_tree_broken() and not a["skip_server_warmup"]:
             self._die("RuntimeError", "selected index k out of range (organize_draft_results: "
                       "torch.topk over the draft tree's scores)")
+        if self.host is not None and self.machine.host is not None:
+            self._take("workspace", self.machine.host.workspace_gib)
         if not a["skip_server_warmup"]:
             req = self.make_request("The capital city of France is", None,
                                     {"max_new_tokens": 8, "temperature": 0}, warmup=True)
@@ -628,6 +672,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
         sim = self.sim
+        if sim.wedged:
+            sim._hang()
         if not self._authorised(path):
             self._send(401, {"error": "Unauthorized"})
             return
@@ -671,6 +717,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
+        if self.sim.wedged:
+            self.sim._hang()
         if not self._authorised(path):
             self._send(401, {"error": "Unauthorized"})
             return
@@ -713,6 +761,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             while not req.finished:
                 sim.engine.wait(req, req.emitted)
+            sim.request_done()
             self._send(200, {"text": sim.text_of(req), "meta_info": sim.meta_info(req, True)})
             return
         self._start_stream()
@@ -721,6 +770,8 @@ class _Handler(BaseHTTPRequestHandler):
             sim.engine.wait(req, seen)
             done = req.finished
             n = req.emitted
+            if done:
+                sim.request_done()
             if n > seen or done:
                 self._event({"text": sim.text_of(req, n), "meta_info": sim.meta_info(req, done)
                              if done else {**sim.meta_info(req, False), "completion_tokens": n}})
@@ -762,6 +813,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream:
             while not req.finished:
                 sim.engine.wait(req, req.emitted)
+            sim.request_done()
             reason = (req.finish_reason or {}).get("type", "stop")
             text = sim.text_of(req)
             choice: dict[str, Any] = ({"index": 0, "message": {
@@ -792,6 +844,7 @@ class _Handler(BaseHTTPRequestHandler):
                 req.first_out.set()
                 seen = n
             if done:
+                sim.request_done()
                 reason = (req.finish_reason or {}).get("type", "stop")
                 choice = ({"index": 0, "delta": {}, "finish_reason": reason} if chat else
                           {"index": 0, "text": "", "finish_reason": reason})
@@ -812,6 +865,11 @@ def main(variant: ModuleType, argv: list[str] | None = None) -> None:
     if argv[0] != "serve":
         print(f"error: unknown command {argv[0]!r}; expected 'serve'", file=sys.stderr)
         sys.exit(2)
+    import signal
+
+    # SIGTERM (a client stopping the server) ends it through SystemExit, so that what it
+    # held of its simulated host's memory is given back (atexit)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     server = SimServer(variant, argv[1:], dict(os.environ))
     try:
         server.start()

@@ -30,7 +30,7 @@ SIM_PROFILES = typer.Option(None, exists=True, file_okay=False,
 #: The simulator's fault kinds (``tuner_sim.server.Faults.KINDS``, which this package never
 #: imports; a test keeps the two equal).
 SIM_FAULT_KINDS = ("crash_at_start", "oom_at_start", "crash_after", "hang", "ignore_flag",
-                   "slow_start", "accuracy_drop")
+                   "slow_start", "accuracy_drop", "memory_growth")
 
 
 #: The simulator's time scale at one user at a time (machine seconds per wall second).

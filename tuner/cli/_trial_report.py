@@ -47,6 +47,7 @@ def print_result(r: TrialResult) -> None:
                 detail = c.note
             t.add_row(c.knob, str(c.value), f"[{colour[c.verdict]}]{c.verdict}[/]", detail)
         out.print(t)
+    _print_launch(out, r)
     if r.status == "failed":
         out.print(f"[red bold]FAILED[/] reason [bold]{r.reason}[/bold]: {r.message}")
         if r.log_tail:
@@ -106,6 +107,26 @@ def regime_table(r: TrialResult) -> Any:
                   f"{_fmt(g.ttft_mean_s)} / {_fmt(g.ttft_p95_s)}",
                   _fmt(g.throughput_tok_s, ".0f"), _fmt(g.goodput_rps, ".3f"), sla)
     return t
+
+
+def _print_launch(out: Any, r: TrialResult) -> None:
+    """The launch's start-up (its time to healthy, or to its failure) and what the
+    unified-memory guard saw of the host."""
+    s = r.timings.startup_s
+    if s is not None:
+        what = "start-up (launch to healthy)" if r.timings.evidence_s is not None else (
+            "start-up, until it failed")
+        total = r.timings.total_s
+        share = f", {s / total:.0%} of the launch's {total:.0f} s" if total else ""
+        out.print(f"{what}: {s:.0f} s{share}", highlight=False)
+    m = r.memory
+    if m is not None:
+        peak = "-" if m.predicted_peak_gib is None else f"{m.predicted_peak_gib:.1f}"
+        low = ("" if m.lowest_available_gib is None
+               else f", lowest while it ran {m.lowest_available_gib:.1f} GiB")
+        out.print(f"host memory (unified): predicted peak {peak} GiB, {m.available_gib:.1f} "
+                  f"GiB available of {m.total_gib:.1f} before the launch{low}, margin "
+                  f"{m.margin_gib:.1f} GiB", highlight=False)
 
 
 def _print_gate(out: Any, r: TrialResult) -> None:

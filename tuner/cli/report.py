@@ -57,6 +57,8 @@ def report(
                                "front": front.to_dict(orient="records"),
                                "leaderboard": board.to_dict(orient="records"),
                                "failures": data.failures().to_dict(orient="records"),
+                               "launch_overhead": data.overhead.as_dict()
+                               if data.overhead is not None else None,
                                "importance": data.importance,
                                "accuracy_gate": as_dict(data.accuracy)
                                if data.accuracy is not None else None},

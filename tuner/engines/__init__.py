@@ -16,6 +16,11 @@ from tuner.engines._capabilities import algorithm_support
 from tuner.engines._capabilities import draft_presence
 from tuner.engines._capabilities import inspect_engine
 from tuner.engines._capabilities import knob_support
+from tuner.engines._host import Host
+from tuner.engines._host import HostMemory
+from tuner.engines._host import MemoryNeed
+from tuner.engines._host import SimulatedHosts
+from tuner.engines._host import read_meminfo
 from tuner.engines._sglang import SGLangEngine
 from tuner.engines._sglang_block_draft import block_drafts_of
 from tuner.errors import UserError
@@ -27,11 +32,15 @@ __all__ = [
     "Capabilities",
     "Completion",
     "Engine",
+    "Host",
+    "HostMemory",
     "KnobEvidence",
     "LaunchPlan",
+    "MemoryNeed",
     "RequestFailed",
     "SGLangEngine",
     "ServerProtocol",
+    "SimulatedHosts",
     "Support",
     "algorithm_support",
     "block_drafts_of",
@@ -39,6 +48,7 @@ __all__ = [
     "inspect_engine",
     "knob_support",
     "make_engine",
+    "read_meminfo",
 ]
 
 #: Engine adapters by the name a space's ``engine.name`` gives. A second engine (vLLM) adds
@@ -55,6 +65,28 @@ SIM_VARIANTS = {
 
 def _sim_env(space: SearchSpace) -> dict[str, str]:
     return {"TUNER_SIM_MACHINE": space.spec.machine.id}
+
+
+def _sim_hosts(env: dict[str, str]) -> SimulatedHosts:
+    """The simulator's machines: one per launch, its meminfo in ``TUNER_SIM_HOST_DIR``
+    (default: a folder of this user's in the temporary directory), powered on by
+    ``python -m tuner_sim host PATH`` (docs/simulator.md, "Host memory")."""
+    import os
+    import tempfile
+
+    folder = env.get("TUNER_SIM_HOST_DIR") or os.path.join(
+        tempfile.gettempdir(), f"tuner-sim-hosts-{os.getuid()}")
+    return SimulatedHosts(folder=folder, boot=(sys.executable, "-m", "tuner_sim", "host"),
+                          env_var="TUNER_SIM_HOST_MEMINFO")
+
+
+def _sim_scale(env: dict[str, str]) -> float:
+    """The simulator's time scale as its settings give it (its default: 1)."""
+    try:
+        scale = float(env.get("TUNER_SIM_TIME_SCALE") or 1.0)
+    except ValueError:
+        return 1.0
+    return scale if scale > 0 else 1.0
 
 
 def make_engine(spec: str = "sglang", *, command: list[str] | None = None,
@@ -75,6 +107,8 @@ def make_engine(spec: str = "sglang", *, command: list[str] | None = None,
             raise UserError(f"unknown simulator variant {variant!r}; expected one of "
                             f"{', '.join(SIM_VARIANTS)}")
         cmd = command or [sys.executable, "-m", SIM_VARIANTS[variant], "serve"]
-        return SGLangEngine(cmd, name=f"sim:{variant}", extra_env=sim_env, plan_env=_sim_env)
+        env = dict(sim_env or {})
+        return SGLangEngine(cmd, name=f"sim:{variant}", extra_env=env, plan_env=_sim_env,
+                            hosts=_sim_hosts(env), time_scale=_sim_scale(env))
     raise UserError(f"unknown engine {spec!r}; expected sglang, sim or sim:VARIANT "
                     f"({', '.join(SIM_VARIANTS)})")

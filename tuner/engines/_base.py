@@ -33,6 +33,8 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 
+from tuner.engines._host import Host
+from tuner.engines._host import MemoryNeed
 from tuner.space import Config
 from tuner.space import SearchSpace
 from tuner.workloads import Prompt
@@ -169,6 +171,11 @@ class Engine(abc.ABC):
 
     #: Short name shown to people and stored with results (``sglang``, ``sim``).
     name: str
+    #: Machine seconds per wall second of this engine's servers, as far as it is known
+    #: before a server says (the simulator's time scale; 1 for a real engine). A running
+    #: server's own figure (:meth:`ServerProtocol.time_scale`) takes its place; a start-up
+    #: that fails before it is read is converted with this one.
+    time_scale: float = 1.0
 
     @abc.abstractmethod
     def validate_space(self, space: SearchSpace) -> None:
@@ -211,6 +218,19 @@ class Engine(abc.ABC):
         (None: unchanged). :meth:`canonicalize` refuses such values; a search repairs them
         so that a sampled region the engine cannot run becomes its nearest runnable point."""
         return values, None
+
+    def launch_host(self, plan: LaunchPlan) -> Host:
+        """The host ``plan``'s server is about to run on, read through its meminfo file (the
+        unified-memory guard's ``MemAvailable``): called once, just before the launch, on
+        the machine that launches it. The default is that machine's ``/proc/meminfo``."""
+        return Host()
+
+    def memory_need(self, space: SearchSpace, plan: LaunchPlan, *, available_gib: float,
+                    visible_gib: float | None) -> MemoryNeed | None:
+        """The peak host memory ``plan``'s server will hold on a unified-memory host with
+        ``available_gib`` free (``visible_gib``: the memory CUDA sees); None when the
+        engine cannot say (the guard then refuses nothing and says so)."""
+        return None
 
     def resolve(self, space: SearchSpace, assigned: dict[str, Any]) -> Config:
         """Complete ``assigned`` from the baseline and canonicalise it."""

@@ -19,6 +19,9 @@ from tuner.engines._base import Engine
 from tuner.engines._base import KnobEvidence
 from tuner.engines._base import LaunchPlan
 from tuner.engines._base import ServerProtocol
+from tuner.engines._host import Host
+from tuner.engines._host import MemoryNeed
+from tuner.engines._host import SimulatedHosts
 from tuner.engines._sglang_block_draft import BLOCK_DRAFT_RULES
 from tuner.engines._sglang_block_draft import block_draft_evidence
 from tuner.engines._sglang_block_draft import derived_flags
@@ -57,16 +60,21 @@ class SGLangEngine(Engine):
 
     ``command`` is the entry point that precedes the flags: ``["sglang", "serve"]`` by default,
     ``[python, "-m", "sglang.launch_server"]``, a fork's script, or the simulator.
-    ``extra_env`` is added to every launch (e.g. the simulator's settings).
+    ``extra_env`` is added to every launch (e.g. the simulator's settings). ``hosts``: the
+    launches run on simulated machines whose memory the simulator writes (None: on the
+    machine that launches them); ``time_scale``: see :attr:`Engine.time_scale`.
     """
 
     def __init__(self, command: list[str] | None = None, *, name: str = "sglang",
                  extra_env: dict[str, str] | None = None,
-                 plan_env: Callable[[SearchSpace], dict[str, str]] | None = None) -> None:
+                 plan_env: Callable[[SearchSpace], dict[str, str]] | None = None,
+                 hosts: SimulatedHosts | None = None, time_scale: float = 1.0) -> None:
         self.command = list(command) if command else None
         self.name = name
         self.extra_env = dict(extra_env or {})
         self._plan_env = plan_env
+        self.hosts = hosts
+        self.time_scale = time_scale
 
     # -- validation ------------------------------------------------------------------------
     def validate_space(self, space: SearchSpace) -> None:
@@ -194,6 +202,8 @@ class SGLangEngine(Engine):
         env.update(self.extra_env)
         if self._plan_env is not None:
             env.update(self._plan_env(space))
+        if self.hosts is not None:
+            env[self.hosts.env_var] = self.hosts.meminfo(port)
         evidence = [self._evidence(space, n, v) for n, v in config.values.items()]
         evidence += block_draft_evidence(space, config.as_dict())
         evidence += fixed_evidence(space)
@@ -248,6 +258,17 @@ class SGLangEngine(Engine):
 
     def protocol(self) -> ServerProtocol:
         return SGLangProtocol()
+
+    def launch_host(self, plan: LaunchPlan) -> Host:
+        if self.hosts is None:
+            return Host()
+        return self.hosts.power_on(plan.port, plan.env)
+
+    def memory_need(self, space: SearchSpace, plan: LaunchPlan, *, available_gib: float,
+                    visible_gib: float | None) -> MemoryNeed | None:
+        from tuner.engines._sglang_memory import memory_need
+
+        return memory_need(space, plan.argv, available_gib, visible_gib)
 
     def profile_files(self, plan: LaunchPlan, *, entry: list[str], model_path: str,
                       header: str) -> dict[str, str]:

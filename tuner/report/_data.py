@@ -21,6 +21,8 @@ from tuner.errors import clip
 from tuner.errors import counted
 from tuner.report._accuracy import AccuracyGate
 from tuner.report._accuracy import accuracy_gate
+from tuner.report._overhead import LaunchOverhead
+from tuner.report._overhead import launch_overhead
 from tuner.space import value_key
 from tuner.study import Answer
 from tuner.study import Configuration
@@ -51,6 +53,8 @@ class StudyData:
     workload: str = ""
     #: the answer of each load regime its launches measured (:func:`regime_answers`)
     regimes: list[RegimeAnswer] = field(default_factory=list)
+    #: the share of the launches' machine time spent starting servers (None: unrecorded)
+    overhead: LaunchOverhead | None = None
 
     @property
     def pick_number(self) -> int | None:
@@ -144,6 +148,7 @@ def _row(c: Configuration) -> dict[str, Any]:
         "p_drop": acc.p_drop if acc is not None else None,
         "accept_length": c.accept_length,
         "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
+        "startup_s": t.startup_s,                 # its first launch's, machine seconds
         "reason": t.reason, "message": t.message,
         "gate": ", ".join(t.gate), "verdict": c.status, "pick": c.is_pick,
         "tie": c.tie, "final_sample_passed": c.final_passed, "config": config,
@@ -172,7 +177,8 @@ def collect(study: Any) -> StudyData:
                      importance=tpot_importance(study, df),
                      accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
                      if answer.with_accuracy else None, workload=workload_text(study),
-                     regimes=regime_answers(answer, every))
+                     regimes=regime_answers(answer, every),
+                     overhead=launch_overhead(every, context_of(study).simulated))
 
 
 def workload_text(study: Any) -> str:

@@ -268,6 +268,8 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     said = pick_sentence(data)
     summary = html.escape(data.summary()) + (f". {html.escape(said)}" if said else "")
     table_html = _html_tables(tables)
+    overhead = ("" if data.overhead is None else
+                f"<p class=overhead>{html.escape(data.overhead.sentence())}.</p>")
     gate = ("" if data.accuracy is None else "<h2>Accuracy gate</h2><ul>" + "".join(
         f"<li>{html.escape(line)}</li>" for line in data.accuracy.sentences()) + "</ul>")
     return f"""<!doctype html>
@@ -280,6 +282,7 @@ th{{background:#f3f3f3}}</style></head>
 <p>{summary}. {clock} TPOT is the token-weighted mean over measured requests
 (decode time / decode tokens); accept length is this trial's tokens / verify rounds;
 accuracy is exact match of the final number on a fixed, seeded GSM8K subset.</p>
+{overhead}
 {''.join(parts)}
 {gate}
 {table_html}

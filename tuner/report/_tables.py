@@ -184,6 +184,8 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
         out.print(t)
     print_regimes(out, data)
     _plain_table(out, "Failures by reason", data.failures())
+    if data.overhead is not None:
+        out.print(data.overhead.sentence(), highlight=False)
     if data.accuracy is not None:
         from tuner.report._accuracy import final_table
 
@@ -234,6 +236,8 @@ def print_answer(out: Any, data: StudyData) -> None:
     for (_, r), (_, d) in zip(rows.iterrows(), shown.iterrows(), strict=True):
         out.print(f"{d['trial']}: {differs(r, data.baseline) or '-'}", highlight=False)
     print_regimes(out, data)
+    if data.overhead is not None:
+        out.print(data.overhead.sentence(), highlight=False)
 
 
 def _plain_table(out: Any, title: str, df: pd.DataFrame) -> None:

@@ -34,6 +34,9 @@ class DraftModel(_Strict):
         default=None, gt=0, le=1024, description="the block size the draft checkpoint "
         "declares (DSPARK: gamma, the drafted tokens per round): what the engine resolves "
         "when no flag sets it")
+    weights_gib: float | None = Field(
+        default=None, gt=0, description="GiB the draft's own weights hold once loaded (the "
+        "unified-memory guard's prediction, docs/trials.md)")
     facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
 
 
@@ -48,6 +51,9 @@ class ModelMeta(_Strict):
     vocab_size: int | None = Field(
         default=None, gt=0, description="token ids the model accepts, [0, vocab_size): "
         "bounds the synthetic workload when model.path is not a local folder")
+    weights_gib: float | None = Field(
+        default=None, gt=0, description="GiB the model's weights hold once loaded: the "
+        "unified-memory guard's floor when little memory is free (docs/trials.md)")
     facts: dict[str, Any] = Field(default_factory=dict, description="free-form metadata")
     drafts: dict[str, DraftModel] = Field(
         default_factory=dict, description="external draft models by name (a speculative "
@@ -63,6 +69,11 @@ class MachineMeta(_Strict):
     gpus: int = Field(default=1, ge=1, le=65_536)
     memory_gib: float | None = Field(default=None, gt=0)
     bandwidth_gbs: float | None = Field(default=None, gt=0)
+    #: The GPU allocates from the host's memory (a GB10): launches are guarded against
+    #: exhausting it (docs/trials.md). None: decided from the GPU's name and the host.
+    unified_memory: bool | None = None
+    #: GiB of host memory the guard keeps free (None: 5% of the host's, at least 4)
+    memory_margin_gib: float | None = Field(default=None, gt=0, le=4096)
 
 
 class EngineMeta(_Strict):

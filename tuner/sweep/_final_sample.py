@@ -25,7 +25,7 @@ from tuner.trial import TrialOptions
 
 
 #: finals launches a timed sweep keeps time for at least: the baseline's on the final
-#: sample, one race launch of each of 3 finalists, one confirmation
+#: sample (a sweep with one), one race launch of each of 3 finalists, one confirmation
 MIN_FINAL_LAUNCHES = 5
 
 PENDING = "pending"
@@ -95,16 +95,21 @@ def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | 
 
 def final_launch_s(rows: list[TrialSummary], questions: int, final_questions: int | None
                    ) -> float | None:
-    """Expected wall seconds of one launch on the final sample: the median measured launch
-    with its part after start-up scaled from its own questions (``questions`` when it
-    recorded none) to ``final_questions`` (the workload is the questions); None without a
-    final sample or a measured launch yet."""
+    """Expected wall seconds of one finals launch, start-up included (a cold start on a
+    Spark is minutes of the night): the median measured launch, its part after start-up
+    scaled from its own questions (``questions`` when it recorded none) to
+    ``final_questions`` when the finals run a final sample; None before a launch measured."""
     import statistics
 
-    if not final_questions or questions <= 0:
-        return None
-    spans = [(s.startup_s + (s.total_s - s.startup_s) * final_questions
-              / (len(s.per_question or ()) or questions)) / (s.time_scale or 1.0) for s in rows
+    spans = [_span(s, questions, final_questions) for s in rows
              if s.measured and s.state == "COMPLETE" and s.total_s and s.startup_s is not None
              and s.total_s >= s.startup_s]
     return statistics.median(spans) if spans else None
+
+
+def _span(s: TrialSummary, questions: int, final_questions: int | None) -> float:
+    assert s.total_s is not None and s.startup_s is not None
+    work = s.total_s - s.startup_s
+    if final_questions and questions > 0:
+        work *= final_questions / (len(s.per_question or ()) or questions)
+    return (s.startup_s + work) / (s.time_scale or 1.0)

@@ -90,8 +90,9 @@ class Finals:
         #: a timed sweep confirms in the last third of its finals' time
         self.confirm_from = (1 - share / 3) if hours and share else None
         self.hours = hours
-        #: a timed sweep with a final sample keeps time for MIN_FINAL_LAUNCHES launches of
-        #: its length (:func:`tuner.sweep._final_sample.final_launch_s`)
+        #: a timed sweep keeps time for MIN_FINAL_LAUNCHES launches (one fewer without a
+        #: final sample) of their length, start-up included
+        #: (:func:`tuner.sweep._final_sample.final_launch_s`)
         self.questions, self.final_questions = questions, final_questions
         self.finalists: list[int] | None = None
         self.leader: int | None = None
@@ -111,12 +112,14 @@ class Finals:
             return True
         if not (self.search_share and self.hours):
             return False
+        launches = MIN_FINAL_LAUNCHES if self.final_questions else MIN_FINAL_LAUNCHES - 1
         return elapsed_s >= self.hours * 3600 - self._window(rows, (1 - self.search_share),
-                                                             MIN_FINAL_LAUNCHES)
+                                                             launches)
 
     def _window(self, rows: list[TrialSummary] | None, share: float, launches: int) -> float:
         """Seconds kept at the end of a timed sweep: ``share`` of its hours, or the time of
-        ``launches`` launches on the final sample when that is longer."""
+        ``launches`` finals launches (start-up included; on the final sample when there is
+        one) when that is longer."""
         assert self.hours is not None
         each = final_launch_s(rows or [], self.questions, self.final_questions)
         return max(share * self.hours * 3600, launches * each if each else 0.0)

@@ -92,4 +92,6 @@ def told(n: int, result: TrialResult, state: str) -> str:
         acc = f", accuracy {a.accuracy:.1%}" if a and a.accuracy is not None else ""
         out = (f"#{n} TPOT {a.tpot_ms:.2f} ms, accept {a.accept_length or 1:.2f}"
                f"{acc} - {verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
+    if result.timings.startup_s is not None:
+        out += f" (start-up {result.timings.startup_s:.0f} s)"
     return out

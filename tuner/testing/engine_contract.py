@@ -42,6 +42,17 @@ class EngineContract:
     def test_the_space_validates(self, engine: Engine, space: SearchSpace) -> None:
         engine.validate_space(space)
 
+    def test_the_launch_host_reads_and_a_predicted_peak_is_positive_terms(
+            self, engine: Engine, space: SearchSpace) -> None:
+        """What the unified-memory guard asks before a launch: the host it will run on
+        (its MemAvailable at most its MemTotal), the launch's peak (None, or terms >= 0)."""
+        plan = engine.plan(space, engine.resolve(space, {}), port=31235)
+        now = engine.launch_host(plan).read()
+        assert now is not None and 0 < now.available_gib <= now.total_gib
+        need = engine.memory_need(space, plan, available_gib=now.available_gib,
+                                  visible_gib=space.spec.machine.memory_gib)
+        assert need is None or (need.peak_gib > 0 and min(need.terms.values()) >= 0)
+
     def test_repaired_proposals_canonicalise_and_canonical_forms_are_fixed_points(
             self, engine: Engine, space: SearchSpace) -> None:
         for values in sampled_configs(space):

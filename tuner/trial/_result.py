@@ -2,8 +2,9 @@
 
 Failure reasons come from a fixed taxonomy (docs/trials.md): ``launch_error``,
 ``startup_timeout``, ``oom``, ``crashed``, ``unsupported_knob``, ``effect_mismatch``,
-``bench_error``, ``worker_lost``, ``cancelled``; a trial stopped early (status ``pruned``)
-says why: ``dominated`` or ``collapsed``. All durations are machine time.
+``bench_error``, ``worker_lost``, ``cancelled``, ``would_exhaust_memory`` (the
+unified-memory guard refused the launch or stopped its server); a trial stopped early
+(status ``pruned``) says why: ``dominated`` or ``collapsed``. All durations are machine time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import Field
 from tuner.engines import LaunchPlan
 from tuner.trial._evidence import KnobCheck
 from tuner.trial._gate import GateVerdict
+from tuner.trial._memory import MemoryRecord
 from tuner.trial._regimes import RegimeResult
 from tuner.trial._requests import RequestRecord
 from tuner.trial._stats import Aggregates
@@ -25,12 +27,14 @@ from tuner.trial._stats import Aggregates
 SCHEMA_VERSION = 1
 Reason = Literal["launch_error", "startup_timeout", "oom", "crashed", "unsupported_knob",
                  "effect_mismatch", "bench_error", "worker_lost", "cancelled",
-                 "dominated", "collapsed"]
+                 "would_exhaust_memory", "dominated", "collapsed"]
 REASONS: tuple[str, ...] = Reason.__args__  # type: ignore[attr-defined]
 
 
 class Timings(BaseModel):
-    """Seconds of machine time spent in each phase (wall time x the server's time scale)."""
+    """Seconds of machine time spent in each phase (wall time x the server's time scale).
+    ``startup_s``: from the launch to healthy, or to the start-up's failure (an
+    out-of-memory, a timeout); None when no server was started."""
 
     startup_s: float | None = None
     evidence_s: float | None = None
@@ -61,6 +65,8 @@ class TrialResult(BaseModel):
     server_info: dict[str, Any] = Field(default_factory=dict)
     #: tokens the KV pool holds (the server's own figure), what a capacity knob changes
     kv_tokens: int | None = None
+    #: what the unified-memory guard saw of the host (None: not a unified-memory machine)
+    memory: MemoryRecord | None = None
     #: where the trial ran when a runner knows more than the host name (a Ray node id)
     worker: str | None = None
     metrics: dict[str, float] = Field(default_factory=dict)

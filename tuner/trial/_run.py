@@ -26,6 +26,8 @@ from tuner.space import Workload
 from tuner.trial._evidence import effect_check
 from tuner.trial._evidence import unsupported
 from tuner.trial._gate import evaluate
+from tuner.trial._memory import MemoryWatch
+from tuner.trial._memory import before_launch
 from tuner.trial._regimes import measure_regime
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
@@ -120,39 +122,74 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
         tuner_version=__version__, status="ok", space=space.name,
         machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
         plan=plan, engine=engine.name, simulated=engine.name.startswith("sim"),
-        workload=opts.workload.model_dump(), started_at=_now(), host=socket.gethostname(),
-        log_path=str(log_path))
+        time_scale=engine.time_scale, workload=opts.workload.model_dump(),
+        started_at=_now(), host=socket.gethostname(), log_path=str(log_path))
     if opts.capabilities is not None:     # before launch: can the engine apply every value?
         bad = unsupported(plan.evidence, opts.capabilities)
         if bad:
             result.effect = bad
             detail = "; ".join(f"{b.knob}={b.value}: {', '.join(b.problems)}" for b in bad)
             return _finish(_failed(result, TrialStopped("unsupported_knob", detail)), t_start, 1.0)
+    t_guard = time.monotonic()
+    host, result.memory, refused = before_launch(space, engine, plan)   # unified memory
+    t_start += time.monotonic() - t_guard    # reading the host is not the launch's time
+    if refused is not None:
+        return _finish(_failed(result, refused), t_start, result.time_scale)
     workload = make_workload(opts.workload, Context(gsm8k=opts.gsm8k,
                                                     vocab_size=workload_vocab(space, opts)))
     prepared = workload.prepare()
     protocol = engine.protocol()
     server = ServerProcess(plan, log_path, protocol, extra_env=opts.server_env,
                            api_key=opts.api_key, secret_argv=engine.secret_args(opts.api_key))
+    watch = (MemoryWatch(host, result.memory, server.stop, scale=lambda: result.time_scale)
+             if host is not None and result.memory is not None else None)
     try:
-        server.start()
-        startup_wall = server.wait_ready(opts.startup_timeout_s)
-        _prove(result, server, protocol, opts, startup_wall)
-        judge = _judge(space, plan.speculative, opts)
-        _measure(result, server, protocol, workload, prepared, opts, judge)
-        judge(result.requests, result)
-        _measure_regimes(result, server, protocol, prepared, opts)
+        _launch_and_measure(result, server, protocol, workload, prepared, opts,
+                            _judge(space, plan.speculative, opts), watch)
         return _finish(result, t_start, result.time_scale)
     except TrialPruned as stop:
+        if watch is not None and watch.tripped:
+            return _finish(_failed(result, watch.failure()), t_start, result.time_scale)
         result.status = "pruned"
         result.reason = stop.reason  # type: ignore[assignment]
         result.message = stop.message
         return _finish(result, t_start, result.time_scale)
-    except TrialStopped as stop:
-        return _finish(_failed(result, stop), t_start, result.time_scale)
+    except (TrialStopped, httpx.HTTPError) as stop:
+        watched = watch.failure() if watch is not None else None   # the watch stopped it
+        if watched is None and not isinstance(stop, TrialStopped):
+            raise
+        return _finish(_failed(result, watched or stop), t_start, result.time_scale)
     finally:
+        if watch is not None:
+            watch.close()
         server.stop()
         result.cleanup = server.leftovers()
+
+
+def _launch_and_measure(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
+                        workload: PromptWorkload, prepared: Prepared, opts: TrialOptions,
+                        judge: Judge, watch: MemoryWatch | None) -> None:
+    """Start the server (watched on a unified-memory host), prove, measure, gate."""
+    server.start()
+    if watch is not None:
+        watch.start()
+    startup_wall = _wait_ready(server, opts, result)
+    _prove(result, server, protocol, opts, startup_wall)
+    _measure(result, server, protocol, workload, prepared, opts, judge)
+    judge(result.requests, result)
+    _measure_regimes(result, server, protocol, prepared, opts)
+    if watch is not None:
+        watch.check()          # memory that grew since the watch's last reading
+
+
+def _wait_ready(server: ServerProcess, opts: TrialOptions, result: TrialResult) -> float:
+    """Wall seconds to healthy; a start-up that fails records how long it took too (machine
+    time at the engine's scale: the server never said its own)."""
+    try:
+        return server.wait_ready(opts.startup_timeout_s)
+    except TrialStopped:
+        result.timings.startup_s = (time.monotonic() - server.started_at) * result.time_scale
+        raise
 
 
 class TrialPruned(Exception):
@@ -288,7 +325,8 @@ def _log_since(server: ServerProcess, offset: int) -> str:
         return ""
 
 
-def _failed(result: TrialResult, stop: TrialStopped) -> TrialResult:
+def _failed(result: TrialResult, stop: Exception | None) -> TrialResult:
+    assert isinstance(stop, TrialStopped)
     result.status = "failed"
     result.reason = stop.reason  # type: ignore[assignment]
     result.message = stop.message

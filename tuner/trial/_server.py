@@ -154,7 +154,8 @@ class ServerProcess:
             tree = [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             tree = []
-        self._tree = tree
+        if tree or not self._tree:     # a second stop keeps what the first one saw
+            self._tree = tree
         for p in tree:
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.terminate()
