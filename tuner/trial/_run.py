@@ -29,6 +29,8 @@ from tuner.trial._gate import evaluate
 from tuner.trial._regimes import measure_regime
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
+from tuner.trial._requests import score_requests
+from tuner.trial._requests import send_requests
 from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
 from tuner.trial._server import TrialStopped
@@ -240,11 +242,11 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
         result.requests, sending = [], 0.0      # the judgement's own time is not the engine's
         for i, part in enumerate(parts):
             t3 = time.monotonic()
-            result.requests += run_requests(server.base_url, server.headers(), protocol,
-                                            part, workload=workload, scale=scale,
-                                            concurrency=n, timeout_s=timeout)
+            sent = send_requests(server.base_url, server.headers(), protocol, part,
+                                 scale=scale, concurrency=n, timeout_s=timeout)
             sending += time.monotonic() - t3
             result.timings.benchmark_s = sending * scale
+            result.requests += score_requests(workload, part, sent)   # not timed
             if stop is not None and i + 1 < len(parts):
                 judge(result.requests, result)
                 _check_early(result, stop)

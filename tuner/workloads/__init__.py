@@ -8,6 +8,7 @@ from __future__ import annotations
 from tuner.errors import UserError
 from tuner.space import Workload as WorkloadSettings
 from tuner.workloads import gsm8k
+from tuner.workloads import humaneval
 from tuner.workloads._base import Context
 from tuner.workloads._base import Prepared
 from tuner.workloads._base import Prompt
@@ -44,5 +45,5 @@ def make_workload(settings: WorkloadSettings, context: Context | None = None) ->
 
 
 __all__ = ["KINDS", "Context", "Isolation", "Prepared", "Prompt", "Sampling", "SandboxLimits",
-           "SandboxRun", "Workload", "gsm8k", "isolation", "make_workload",
+           "SandboxRun", "Workload", "gsm8k", "humaneval", "isolation", "make_workload",
            "run_sandboxed", "synthetic_id_range", "vocab_size"]

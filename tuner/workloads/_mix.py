@@ -1,6 +1,8 @@
-"""A mix of content classes in given shares (``workload.mix``): ``math`` (GSM8K, scored),
-``code`` and ``chat``. Its objective is each class's TPOT weighted by its share
-(:func:`tuner.trial.aggregate`), so the pick is the fastest for that traffic.
+"""A mix of content classes in given shares (``workload.mix``): ``math`` (GSM8K, scored by
+the final number), ``code`` (HumanEval, scored by its tests) and ``chat`` (not scored).
+Its objective is each class's TPOT weighted by its share (:func:`tuner.trial.aggregate`),
+so the pick is the fastest for that traffic; its accuracy is over every scored request
+(each class's own in its per-class figures).
 
 The measured requests are split by share (largest remainders) and interleaved so that any
 first part of them holds the classes in about their shares (a search trial's first
@@ -21,6 +23,8 @@ from tuner.workloads._gsm8k import score_final_number
 from tuner.workloads._prose_code import chat_prompts
 from tuner.workloads._prose_code import code_prompts
 from tuner.workloads._prose_code import sample
+from tuner.workloads._prose_code import score_code
+from tuner.workloads._prose_code import score_code_all
 
 
 def split(total: int, shares: dict[str, float]) -> dict[str, int]:
@@ -63,7 +67,7 @@ class Mix(Workload):
 
     @classmethod
     def scores(cls, settings: WorkloadSettings) -> bool:
-        return "math" in settings.shares()
+        return bool({"math", "code"} & set(settings.shares()))
 
     def prepare(self) -> Prepared:
         shares = self.settings.shares()
@@ -86,6 +90,17 @@ class Mix(Workload):
         return Prepared(warmup=warm_pool[:self.settings.warmup_requests], measured=measured)
 
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
-        if prompt.content != "math":
-            return None, None
-        return score_final_number(prompt, text)
+        if prompt.content == "math":
+            return score_final_number(prompt, text)
+        if prompt.content == "code":
+            return score_code(prompt, text)
+        return None, None
+
+    def score_all(self, items: list[tuple[Prompt, str]]
+                  ) -> list[tuple[bool | None, str | None]]:
+        out: list[tuple[bool | None, str | None]] = [self.score(p, t) if p.content != "code"
+                                                     else (None, None) for p, t in items]
+        code = [i for i, (p, _) in enumerate(items) if p.content == "code"]
+        for i, got in zip(code, score_code_all([items[i] for i in code]), strict=True):
+            out[i] = got
+        return out
