@@ -48,6 +48,7 @@ def test_a_code_trial_reports_pass_at_1_with_its_interval_and_gates_against_a_ba
     for r in base.requests:                       # every verdict is the sandbox's
         assert (r.answer == "passed") == r.correct, r.answer
         assert r.correct or "AssertionError" in (r.answer or ""), r.answer   # intact code
+    assert base.timings.scoring_s and base.timings.scoring_s > 0     # recorded, apart
     assert "HumanEval pass@1" in text and f"({a.correct}/30)" in text and "Wilson 95%" in text
     rc, again, text = cli_trial(tmp_path, "again", "--baseline", str(tmp_path / "base.json"))
     assert rc == 0, text

@@ -246,7 +246,10 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
                                  scale=scale, concurrency=n, timeout_s=timeout)
             sending += time.monotonic() - t3
             result.timings.benchmark_s = sending * scale
+            t4 = time.monotonic()
             result.requests += score_requests(workload, part, sent)   # not timed
+            result.timings.scoring_s = (result.timings.scoring_s or 0.0) + (
+                time.monotonic() - t4)
             if stop is not None and i + 1 < len(parts):
                 judge(result.requests, result)
                 _check_early(result, stop)
@@ -299,6 +302,7 @@ def _failed(result: TrialResult, stop: TrialStopped) -> TrialResult:
 
 
 def _finish(result: TrialResult, t_start: float, scale: float | None) -> TrialResult:
-    result.timings.total_s = (time.monotonic() - t_start) * (scale or 1.0)
+    scoring = result.timings.scoring_s or 0.0      # the client's own time: not scaled
+    result.timings.total_s = (time.monotonic() - t_start - scoring) * (scale or 1.0) + scoring
     result.finished_at = _now()
     return result
