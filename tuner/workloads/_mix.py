@@ -20,8 +20,8 @@ from tuner.workloads._base import Prompt
 from tuner.workloads._base import Workload
 from tuner.workloads._gsm8k import Gsm8k
 from tuner.workloads._gsm8k import score_final_number
+from tuner.workloads._prose_code import Code
 from tuner.workloads._prose_code import chat_prompts
-from tuner.workloads._prose_code import code_prompts
 from tuner.workloads._prose_code import sample
 from tuner.workloads._prose_code import score_code
 from tuner.workloads._prose_code import score_code_all
@@ -81,9 +81,10 @@ class Mix(Workload):
                     raise UserError("this mix has math (GSM8K): pass --gsm8k DIR (a folder "
                                     "with test.jsonl and train.jsonl) or --gsm8k online")
                 parts[c] = Gsm8k(sub, self.context).prepare()
+            elif c == "code":
+                parts[c] = Code(sub, self.context).prepare()
             else:
-                pool = code_prompts() if c == "code" else chat_prompts()
-                parts[c] = sample(pool, sub, c)
+                parts[c] = sample(chat_prompts(), sub, c)
         measured = interleave({c: p.measured[:counts[c]] for c, p in parts.items()}, shares)
         warm_pool = interleave({c: p.warmup for c, p in parts.items()},
                                dict.fromkeys(parts, 1.0))

@@ -22,6 +22,7 @@ from tuner.workloads._base import Prepared
 from tuner.workloads._base import Prompt
 from tuner.workloads._base import Sampling
 from tuner.workloads._base import Workload
+from tuner.workloads._sandbox import isolation
 
 
 #: HumanEval check programs run at once when a trial's completions are scored
@@ -68,6 +69,7 @@ class Code(Workload):
     scored = True
 
     def prepare(self) -> Prepared:
+        isolation()                   # the sandbox runs here, or the trial fails now
         return sample(code_prompts(), self.settings, "code")
 
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:

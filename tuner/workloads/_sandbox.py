@@ -28,6 +28,8 @@ from typing import Literal
 
 import psutil
 
+from tuner.errors import UserError
+
 
 CHILD = Path(__file__).with_name("_sandbox_child.py")
 #: the unprivileged user a root caller's programs run as (``nobody``)
@@ -83,21 +85,32 @@ class SandboxRun:
 
 @functools.cache
 def isolation() -> Isolation:
-    """Namespaces where ``unshare`` can make them (root: directly; another user: inside a
-    user namespace), and the uid to drop to when running as root."""
-    root = os.geteuid() == 0
-    uid = NOBODY if root else None
+    """The strongest isolation that runs a program here, tried in turn: namespaces where
+    ``unshare`` makes them (root: directly; another user: inside a user namespace), then
+    none; as root, each with the drop to uid 65534. Found once per process, by running a
+    program that must pass. Raises :class:`~tuner.errors.UserError` when none can run one
+    (a code completion's failure must be the completion's, never the sandbox's)."""
+    uid = NOBODY if os.geteuid() == 0 else None
+    tried = []
     tool = shutil.which("unshare")
-    if tool is None:
-        return Isolation((), (), uid)
-    user = () if root else ("--user", "--map-root-user")
-    prefix = (tool, *user, "--net", "--pid", "--fork", "--kill-child")
-    try:
-        ok = subprocess.run([*prefix, sys.executable, "-I", "-S", "-c", "pass"],
-                            capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    return Isolation(prefix, ("net", "pid"), uid) if ok else Isolation((), (), uid)
+    if tool is not None:
+        user = () if uid is not None else ("--user", "--map-root-user")
+        tried.append(Isolation((tool, *user, "--net", "--pid", "--fork", "--kill-child"),
+                               ("net", "pid"), uid))
+    tried.append(Isolation((), (), uid))
+    why = []
+    for iso in tried:
+        try:
+            got = run_sandboxed("import math\nassert math.isqrt(49) == 7\n",
+                                SandboxLimits(wall_s=60), iso)
+        except OSError as exc:
+            why.append(f"{iso.describe()}: {exc}")
+            continue
+        if got.passed:
+            return iso
+        why.append(f"{iso.describe()}: {got.status} {got.detail}".strip())
+    raise UserError("the code workload's sandbox cannot run a program on this machine ("
+                    + "; ".join(why) + ")")
 
 
 def _tasks_of(uid: int) -> int:
