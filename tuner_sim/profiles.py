@@ -106,6 +106,17 @@ class Gsm8kBehaviour(_M):
     accuracy_delta_pp: dict[str, float]
 
 
+class HumanEvalBehaviour(_M):
+    """HumanEval pass@1 and reply length (``tuner_sim.humaneval``); the defaults are the
+    ASSUMED figures of docs/simulator.md, for a profile that does not state its own."""
+
+    accuracy: float = 0.85
+    output_tokens_median: float = 220
+    output_tokens_sigma: float = 0.5
+    numerics_flip_rate: float = 0.03
+    accuracy_delta_pp: dict[str, float] = {"humming_w4a8": -0.45, "lm_head_fp8": -0.05}
+
+
 #: Content classes the simulator tells apart (tuner_sim.content): math reasoning, code, open
 #: chat/prose, and random-token prompts (a benchmark's synthetic traffic).
 CONTENT_CLASSES = ("math", "code", "chat", "random")
@@ -206,6 +217,7 @@ class Model(_M):
     nextn: NextN
     dspark: DSparkDraft | None = None
     gsm8k: Gsm8kBehaviour
+    humaneval: HumanEvalBehaviour = HumanEvalBehaviour()
     acceptance: Acceptance
     routing_overlap: Overlaps
     batch_routing: BatchRouting = BatchRouting()

@@ -23,6 +23,7 @@ class SimRequest:
     first_rate: float               # this request's depth-1 acceptance rate
     rng: random.Random
     content: str = "math"           # content class (tuner_sim.content): acceptance, routing
+    joiner: str = " "               # between tokens: "" when each carries its own spacing
     t_submit: float = field(default_factory=time.monotonic)
     emitted: int = 0
     verify_ct: int = 0

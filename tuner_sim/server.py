@@ -41,6 +41,8 @@ from tuner_sim.gsm8k import count_tokens
 from tuner_sim.gsm8k import is_correct
 from tuner_sim.gsm8k import output_length
 from tuner_sim.gsm8k import uniform
+from tuner_sim.humaneval import HumanEvalOracle
+from tuner_sim.humaneval import reply_tokens
 from tuner_sim.memory import draft_cost
 from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
@@ -90,19 +92,39 @@ class Faults:
             if f.get("kind") not in self.KINDS:
                 raise SystemExit(f"TUNER_SIM_FAULTS: unknown fault {f.get('kind')!r}; "
                                  f"expected one of {', '.join(self.KINDS)}")
+            bad = set(self._classes(f)) - set(self.SCORED)
+            if f["kind"] == "accuracy_drop" and bad:
+                raise SystemExit(f"TUNER_SIM_FAULTS: accuracy_drop content {sorted(bad)}: "
+                                 f"expected {' or '.join(self.SCORED)}")
         self.items = items
         self.env = env
 
+    #: the content classes whose answers are right or wrong (an accuracy_drop's ``content``)
+    SCORED = ("math", "code")
+
+    @staticmethod
+    def _classes(f: dict[str, Any]) -> list[str]:
+        c = f.get("content", "math")
+        return [str(x) for x in c] if isinstance(c, list) else [str(c)]
+
+    def _applies(self, f: dict[str, Any], resolved: dict[str, Any]) -> bool:
+        for k, v in (f.get("when") or {}).items():
+            allowed = v if isinstance(v, list) else [v]
+            if (resolved[k] if k in resolved else self.env.get(k)) not in allowed:
+                return False
+        return True
+
     def active(self, resolved: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        out = {}
+        return {f["kind"]: f for f in self.items if self._applies(f, resolved)}
+
+    def accuracy_drops(self, resolved: dict[str, Any]) -> dict[str, float]:
+        """Points taken off each class's accuracy by the ``accuracy_drop`` faults that
+        apply (their sum: one per class and condition can be given)."""
+        out: dict[str, float] = {}
         for f in self.items:
-            ok = True
-            for k, v in (f.get("when") or {}).items():
-                allowed = v if isinstance(v, list) else [v]
-                if (resolved[k] if k in resolved else self.env.get(k)) not in allowed:
-                    ok = False
-            if ok:
-                out[f["kind"]] = f
+            if f["kind"] == "accuracy_drop" and self._applies(f, resolved):
+                for c in self._classes(f):
+                    out[c] = out.get(c, 0.0) + float(f.get("arg") or 0.0)
         return out
 
 
@@ -171,9 +193,10 @@ class SimServer:
             self._die(exc.exc_type, exc.message)
         a = res.args
         faults = self.faults.active(a)
-        #: ``accuracy_drop`` (arg: points): GSM8K accuracy that much lower, the same
-        #: questions every launch (docs/simulator.md)
-        self.accuracy_drop_pp = float(faults.get("accuracy_drop", {}).get("arg") or 0.0)
+        #: ``accuracy_drop`` (arg: points; ``content``: the class, math by default, or a
+        #: list): that class's accuracy that much lower, the same questions every launch
+        #: (docs/simulator.md); several add up
+        self.accuracy_drop_pp = self.faults.accuracy_drops(a)
         self.growth = faults.get("memory_growth")
         if "ignore_flag" in faults:
             self._ignore_flag(a, str(faults["ignore_flag"].get("arg", "")))
@@ -184,6 +207,7 @@ class SimServer:
         for line in res.logs:
             log(line)
         self.gsm8k = Gsm8kOracle(self.env.get("TUNER_SIM_GSM8K"))
+        self.humaneval = HumanEvalOracle(self.env.get("TUNER_SIM_HUMANEVAL") or None)
         settings = self._settings(a)
         self.settings = settings
         self.perf = PerfModel(self.machine, self.model, settings)
@@ -443,14 +467,16 @@ class SimServer:
         return (f"{s.moe_backend}|{'w4a8' if s.humming_w4a8 else 'a16'}|{s.lm_head}|"
                 f"{'spec' if s.speculative else 'plain'}")
 
-    def accuracy(self) -> float:
-        g = self.model.gsm8k
+    def accuracy(self, content: str = "math") -> float:
+        """The chance a ``math`` (GSM8K) or ``code`` (HumanEval) answer is right under this
+        launch's numerics, less any injected drop for that class."""
+        g = self.model.gsm8k if content == "math" else self.model.humaneval
         acc = g.accuracy
         if self.settings.humming_w4a8:
             acc += g.accuracy_delta_pp.get("humming_w4a8", 0.0) / 100
         if self.settings.lm_head == "fp8":
             acc += g.accuracy_delta_pp.get("lm_head_fp8", 0.0) / 100
-        return acc - getattr(self, "accuracy_drop_pp", 0.0) / 100
+        return acc - getattr(self, "accuracy_drop_pp", {}).get(content, 0.0) / 100
 
     def _cached(self, text: str) -> int:
         best = 0
@@ -501,20 +527,8 @@ class SimServer:
             prompt = text or ""
             n_prompt = count_tokens(prompt)
         cached = min(self._cached(prompt), max(0, n_prompt - 1))
-        g = self.model.gsm8k
-        hit = self.gsm8k.find(prompt) if text else None
-        if hit is not None:
-            qid, reasoning, final = hit
-            sig = self.numerics()
-            correct = is_correct(qid, sig, seed, self.accuracy(), g.numerics_flip_rate)
-            length = output_length(qid, seed, g.output_tokens_median, g.output_tokens_sigma,
-                                   sig)
-            tokens = answer_tokens(reasoning, final, correct, length, qid)
-        else:
-            h = uniform("generic", prompt[-200:], seed)
-            length = max(8, round(200 * (0.3 + 1.4 * h)))
-            tokens = [FILLER[i % len(FILLER)] for i in range(length)]
-        content = classify(text, token_ids=input_ids is not None, gsm8k_hit=hit is not None)
+        tokens, joiner, hit = self._answer(prompt, seed, text=bool(text))
+        content = classify(text, token_ids=input_ids is not None, gsm8k_hit=hit)
         c = self.perf.acceptance_class(kind, content)
         rng = random.Random(f"{self.seed}|{prompt[-256:]}|{seed}|{n_prompt}")
         a, b = c.first * c.concentration, (1 - c.first) * c.concentration
@@ -524,7 +538,33 @@ class SimServer:
             rid=rid or (("warmup-" if warmup else "") + uuid.uuid4().hex),
             prompt_tokens=n_prompt, cached_tokens=cached, max_new_tokens=max(1, max_new),
             kind=kind, tokens=tokens, ignore_eos=ignore_eos, first_rate=first, rng=rng,
-            content=content)
+            content=content, joiner=joiner)
+
+    def _answer(self, prompt: str, seed: int, *, text: bool) -> tuple[list[str], str, bool]:
+        """What the model says to ``prompt`` (tokens, how they join, whether it was a GSM8K
+        question): a GSM8K question and a HumanEval stub (``text``: a text prompt) get an
+        answer that is right with the numerics' probability (docs/simulator.md); anything
+        else, filler words."""
+        hit = self.gsm8k.find(prompt) if text else None
+        sig = self.numerics()
+        if hit is not None:
+            g = self.model.gsm8k
+            qid, reasoning, final = hit
+            correct = is_correct(qid, sig, seed, self.accuracy("math"), g.numerics_flip_rate)
+            length = output_length(qid, seed, g.output_tokens_median, g.output_tokens_sigma,
+                                   sig)
+            return answer_tokens(reasoning, final, correct, length, qid), " ", True
+        task = self.humaneval.find(prompt) if text else None
+        if task is not None:
+            h = self.model.humaneval
+            correct = is_correct(task.task_id, sig, seed, self.accuracy("code"),
+                                 h.numerics_flip_rate)
+            length = output_length(task.task_id, seed, h.output_tokens_median,
+                                   h.output_tokens_sigma, sig)
+            return reply_tokens(task, correct, length), "", False
+        u = uniform("generic", prompt[-200:], seed)
+        length = max(8, round(200 * (0.3 + 1.4 * u)))
+        return [FILLER[i % len(FILLER)] for i in range(length)], " ", False
 
     def meta_info(self, req: SimRequest, final: bool) -> dict[str, Any]:
         m: dict[str, Any] = {
@@ -550,7 +590,7 @@ class SimServer:
 
     def text_of(self, req: SimRequest, upto: int | None = None) -> str:
         n = req.emitted if upto is None else upto
-        return " ".join(req.token(i) for i in range(n))
+        return req.joiner.join(req.token(i) for i in range(n))
 
     def server_info(self) -> dict[str, Any]:
         a = dict(self.args)

@@ -80,7 +80,9 @@ def test_a_mix_splits_by_share_and_interleaves_so_any_first_part_is_mixed() -> N
     assert classes.count("code") == 12 and classes.count("chat") == 8
     for n in (5, 10):                    # a search trial's first questions keep the mix
         assert abs(classes[:n].count("code") / n - 0.6) <= 0.2
-    assert not w.scores(w.settings)      # no math: nothing scored
+    assert w.scores(w.settings)          # code: its tests score it
+    chat_only = make_workload(Settings(kind="mix", questions=4, mix={"chat": 1}), CONTEXT)
+    assert not chat_only.scores(chat_only.settings)
 
 
 def test_a_mix_with_math_scores_only_its_gsm8k_prompts() -> None:

@@ -14,6 +14,17 @@ def _fmt(v: float | None, spec: str = ".2f", unit: str = "") -> str:
     return "-" if v is None else f"{v:{spec}}{unit}"
 
 
+#: what a class's accuracy is, by content class
+ACCURACY_NAMES = {"math": "GSM8K accuracy", "code": "HumanEval pass@1"}
+
+
+def _accuracy(fig: Any) -> str:
+    """``97.0% (97/100)  [91.5%, 99.0%] Wilson 95%`` of figures with an accuracy."""
+    ci = fig.accuracy_ci95
+    return (f"{fig.accuracy:.1%} ({fig.correct}/{fig.scored})"
+            + (f"  [{ci.low:.1%}, {ci.high:.1%}] Wilson 95%" if ci else ""))
+
+
 def _class_rows(t: Any, a: Any) -> None:
     """One row per content class when the trial measured several, or a mix."""
     for name, fig in a.shown_classes().items():
@@ -21,6 +32,26 @@ def _class_rows(t: Any, a: Any) -> None:
         accept = f", accept {fig.accept_length:.2f}" if fig.accept_length else ""
         t.add_row(f"  {name} ({fig.requests} requests{share})",
                   _fmt(fig.tpot_ms, ".2f", " ms") + accept)
+
+
+def accuracy_label(a: Any) -> str:
+    """What the trial's accuracy is: one class's name for it, else "accuracy (the classes
+    scored)"."""
+    scored = [c for c, f in (a.per_class or {}).items() if f.accuracy is not None]
+    if len(scored) == 1:
+        return ACCURACY_NAMES.get(scored[0], "accuracy")
+    return f"accuracy ({' + '.join(scored)})" if scored else "accuracy"
+
+
+def _accuracy_rows(t: Any, a: Any) -> None:
+    """The trial's accuracy, then each scored class's when it measured several."""
+    if a.accuracy is None:
+        return
+    t.add_row(accuracy_label(a), _accuracy(a))
+    scored = {c: f for c, f in (a.per_class or {}).items() if f.accuracy is not None}
+    if len(scored) > 1:
+        for name, fig in scored.items():
+            t.add_row(f"  {ACCURACY_NAMES.get(name, name)}", _accuracy(fig))
 
 
 def print_result(r: TrialResult) -> None:
@@ -73,9 +104,7 @@ def print_result(r: TrialResult) -> None:
               f"{_fmt(a.e2e_mean_s)} / {_fmt(a.e2e_p50_s)} / {_fmt(a.e2e_p95_s)} s")
     t.add_row("output tokens, mean", _fmt(a.output_tokens_mean, ".0f"))
     t.add_row("accept length (this trial's requests)", _fmt(a.accept_length))
-    if a.accuracy is not None and a.accuracy_ci95 is not None:
-        t.add_row("GSM8K accuracy", f"{a.accuracy:.1%} ({a.correct}/{a.scored})  "
-                  f"[{a.accuracy_ci95.low:.1%}, {a.accuracy_ci95.high:.1%}] Wilson 95%")
+    _accuracy_rows(t, a)
     out.print(t)
     if r.regimes:
         out.print(regime_table(r))

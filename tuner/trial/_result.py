@@ -40,6 +40,10 @@ class Timings(BaseModel):
     evidence_s: float | None = None
     warmup_s: float | None = None
     benchmark_s: float | None = None
+    #: the client scoring completions (a code completion's tests in the sandbox): its own
+    #: wall time, which is the same on any machine, so not scaled
+    scoring_s: float | None = None
+    #: the whole trial: machine time, plus ``scoring_s`` as it is
     total_s: float | None = None
 
 

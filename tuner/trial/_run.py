@@ -31,6 +31,8 @@ from tuner.trial._memory import before_launch
 from tuner.trial._regimes import measure_regime
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
+from tuner.trial._requests import score_requests
+from tuner.trial._requests import send_requests
 from tuner.trial._result import TrialResult
 from tuner.trial._server import ServerProcess
 from tuner.trial._server import TrialStopped
@@ -277,11 +279,14 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
         result.requests, sending = [], 0.0      # the judgement's own time is not the engine's
         for i, part in enumerate(parts):
             t3 = time.monotonic()
-            result.requests += run_requests(server.base_url, server.headers(), protocol,
-                                            part, workload=workload, scale=scale,
-                                            concurrency=n, timeout_s=timeout)
+            sent = send_requests(server.base_url, server.headers(), protocol, part,
+                                 scale=scale, concurrency=n, timeout_s=timeout)
             sending += time.monotonic() - t3
             result.timings.benchmark_s = sending * scale
+            t4 = time.monotonic()
+            result.requests += score_requests(workload, part, sent)   # not timed
+            result.timings.scoring_s = (result.timings.scoring_s or 0.0) + (
+                time.monotonic() - t4)
             if stop is not None and i + 1 < len(parts):
                 judge(result.requests, result)
                 _check_early(result, stop)
@@ -335,6 +340,7 @@ def _failed(result: TrialResult, stop: Exception | None) -> TrialResult:
 
 
 def _finish(result: TrialResult, t_start: float, scale: float | None) -> TrialResult:
-    result.timings.total_s = (time.monotonic() - t_start) * (scale or 1.0)
+    scoring = result.timings.scoring_s or 0.0      # the client's own time: not scaled
+    result.timings.total_s = (time.monotonic() - t_start - scoring) * (scale or 1.0) + scoring
     result.finished_at = _now()
     return result

@@ -5,7 +5,9 @@
   95% interval from the ratio estimator's variance (delta method, Student t).
 * Accept length = sum of completion tokens / sum of verify rounds over measured requests
   (never the server's cumulative average, which includes warm-up).
-* Accuracy with a Wilson 95% interval; the per-question correctness vector is kept.
+* Accuracy with a Wilson 95% interval (GSM8K's exact match, HumanEval's pass@1: the share
+  of completions whose tests passed); the per-question correctness vector is kept, over
+  every scored class, and each class's own accuracy in its figures.
 * Per content class (a prompt's ``content``): the same TPOT and accept length over that
   class's requests. A mix's objective is the classes' TPOTs weighted by their shares, with
   an interval from the classes' standard errors (independent samples).
@@ -35,6 +37,12 @@ class ClassFigures(BaseModel):
     accept_length: float | None = None
     #: its weight in the objective (a mix's share; None when the objective is plain)
     share: float | None = None
+    #: its scored requests (GSM8K's final number, HumanEval's tests): right / scored,
+    #: with the Wilson 95% interval; None when the class is not scored
+    accuracy: float | None = None
+    accuracy_ci95: Interval | None = None
+    correct: int | None = None
+    scored: int | None = None
 
 
 class Aggregates(BaseModel):
@@ -135,6 +143,11 @@ def per_class(records: list[RequestRecord], shares: dict[str, float] | None = No
         if tw is not None:
             fig.tpot_ms, fig.tpot_ci95 = tw
         fig.accept_length = accept_length(mine)
+        scored = [r for r in mine if r.correct is not None]
+        if scored:
+            fig.correct, fig.scored = sum(1 for r in scored if r.correct), len(scored)
+            fig.accuracy = fig.correct / fig.scored
+            fig.accuracy_ci95 = wilson(fig.correct, fig.scored)
         out[c] = fig
     return out
 

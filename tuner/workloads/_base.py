@@ -8,7 +8,8 @@ never scored or timed.
 
 Implementations are small private modules registered in :data:`tuner.workloads.KINDS`:
 ``gsm8k`` (few-shot GSM8K, the ``math`` class, speed and accuracy), ``code`` (HumanEval
-prompts), ``chat`` (built-in prose requests), ``mix`` (several classes in given shares),
+prompts, speed and pass@1: each completion's tests run in a sandbox), ``chat`` (built-in
+prose requests), ``mix`` (several classes in given shares),
 ``synthetic`` (random token ids from the model's vocabulary, speed only) and ``jsonl`` (a
 user's own prompts file, each line optionally naming its class, speed only). Every prompt
 carries its content class. Adding one is one module and one registry line
@@ -72,7 +73,8 @@ class Workload(abc.ABC):
     """Contract: :meth:`prepare` is deterministic for the same settings and context (the
     seed decides everything), builds every prompt before the first request is sent (a bad
     input fails before a server starts), and raises :class:`~tuner.errors.UserError` for
-    missing data. :meth:`score` is pure."""
+    missing data. :meth:`score` is deterministic and changes nothing outside it (a code
+    completion's tests run in a sandbox)."""
 
     #: the ``workload.kind`` this implements
     kind: ClassVar[str]
@@ -97,3 +99,9 @@ class Workload(abc.ABC):
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
         """(correct, extracted answer) of a completion; (None, None) when not scored."""
         return None, None
+
+    def score_all(self, items: list[tuple[Prompt, str]]
+                  ) -> list[tuple[bool | None, str | None]]:
+        """:meth:`score` of each (prompt, completion), in order: what a trial calls once its
+        requests are sent (a workload whose scoring runs programs runs several at once)."""
+        return [self.score(p, t) for p, t in items]

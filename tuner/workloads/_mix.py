@@ -1,6 +1,8 @@
-"""A mix of content classes in given shares (``workload.mix``): ``math`` (GSM8K, scored),
-``code`` and ``chat``. Its objective is each class's TPOT weighted by its share
-(:func:`tuner.trial.aggregate`), so the pick is the fastest for that traffic.
+"""A mix of content classes in given shares (``workload.mix``): ``math`` (GSM8K, scored by
+the final number), ``code`` (HumanEval, scored by its tests) and ``chat`` (not scored).
+Its objective is each class's TPOT weighted by its share (:func:`tuner.trial.aggregate`),
+so the pick is the fastest for that traffic; its accuracy is over every scored request
+(each class's own in its per-class figures).
 
 The measured requests are split by share (largest remainders) and interleaved so that any
 first part of them holds the classes in about their shares (a search trial's first
@@ -18,9 +20,11 @@ from tuner.workloads._base import Prompt
 from tuner.workloads._base import Workload
 from tuner.workloads._gsm8k import Gsm8k
 from tuner.workloads._gsm8k import score_final_number
+from tuner.workloads._prose_code import Code
 from tuner.workloads._prose_code import chat_prompts
-from tuner.workloads._prose_code import code_prompts
 from tuner.workloads._prose_code import sample
+from tuner.workloads._prose_code import score_code
+from tuner.workloads._prose_code import score_code_all
 
 
 def split(total: int, shares: dict[str, float]) -> dict[str, int]:
@@ -63,7 +67,7 @@ class Mix(Workload):
 
     @classmethod
     def scores(cls, settings: WorkloadSettings) -> bool:
-        return "math" in settings.shares()
+        return bool({"math", "code"} & set(settings.shares()))
 
     def prepare(self) -> Prepared:
         shares = self.settings.shares()
@@ -77,15 +81,27 @@ class Mix(Workload):
                     raise UserError("this mix has math (GSM8K): pass --gsm8k DIR (a folder "
                                     "with test.jsonl and train.jsonl) or --gsm8k online")
                 parts[c] = Gsm8k(sub, self.context).prepare()
+            elif c == "code":
+                parts[c] = Code(sub, self.context).prepare()
             else:
-                pool = code_prompts() if c == "code" else chat_prompts()
-                parts[c] = sample(pool, sub, c)
+                parts[c] = sample(chat_prompts(), sub, c)
         measured = interleave({c: p.measured[:counts[c]] for c, p in parts.items()}, shares)
         warm_pool = interleave({c: p.warmup for c, p in parts.items()},
                                dict.fromkeys(parts, 1.0))
         return Prepared(warmup=warm_pool[:self.settings.warmup_requests], measured=measured)
 
     def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
-        if prompt.content != "math":
-            return None, None
-        return score_final_number(prompt, text)
+        if prompt.content == "math":
+            return score_final_number(prompt, text)
+        if prompt.content == "code":
+            return score_code(prompt, text)
+        return None, None
+
+    def score_all(self, items: list[tuple[Prompt, str]]
+                  ) -> list[tuple[bool | None, str | None]]:
+        out: list[tuple[bool | None, str | None]] = [self.score(p, t) if p.content != "code"
+                                                     else (None, None) for p, t in items]
+        code = [i for i, (p, _) in enumerate(items) if p.content == "code"]
+        for i, got in zip(code, score_code_all([items[i] for i in code]), strict=True):
+            out[i] = got
+        return out

