@@ -87,13 +87,38 @@ def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
         raise UserError(f"--search-questions {o['search_questions']} is more than the "
                         f"{wl.questions} questions of each launch (--questions, or the "
                         "space's workload.questions)")
+    final = o["final_questions"]
     if wl.kind == "gsm8k" or "math" in wl.shares():
         check_gsm8k(ctx, o["gsm8k"])
-    if wl.kind == "gsm8k" and o["final_questions"] is None:
+    elif final != 0:            # the GSM8K final sample beside it needs GSM8K's data
+        if o["gsm8k"] is None:
+            raise UserError(f"the {wl.describe_content()} workload is gated on a GSM8K "
+                            "final accuracy sample by default: pass --gsm8k DIR (or "
+                            "--gsm8k online), or --final-questions 0 to run without one "
+                            "(accuracy not checked)")
+        check_gsm8k(ctx, o["gsm8k"])
+    if final is None:
+        from tuner.sweep import beside_final_size
         from tuner.sweep import default_final_size
 
-        return (wl, *default_final_size(space.spec.gate, wl.questions))
-    return wl, o["final_questions"], None
+        if wl.kind == "gsm8k":
+            return (wl, *default_final_size(space.spec.gate, wl.questions))
+        return (wl, *beside_final_size(space.spec.gate, wl.describe_content()))
+    if final == 0 and wl.kind != "gsm8k":
+        return wl, 0, not_checked_note(wl)
+    return wl, final, None
+
+
+def not_checked_note(wl: Any) -> str:
+    """The header's line for a sweep of a workload that is not GSM8K without a final
+    accuracy sample."""
+    from tuner.workloads import KINDS
+
+    own = ("; only its own scored requests are gated (HumanEval's tests)"
+           if KINDS[wl.kind].scores(wl) else "")
+    return (f"[yellow]accuracy not checked[/]: --final-questions 0, so no GSM8K sample is "
+            f"answered beside the {wl.describe_content()} workload{own}; a numerics change "
+            "that costs accuracy can be exported")
 
 
 def run_sweep(ctx: typer.Context) -> None:

@@ -129,6 +129,10 @@ def _figures(result: TrialResult, shown: Configuration | None) -> dict[str, Any]
     acc = shown.accuracy_figure
     if acc is not None:
         figures.update(acc.as_dict())
+    figures["accuracy_checked"] = shown.accuracy_checked
+    if not shown.accuracy_checked:
+        figures["accuracy_is"] = ("not checked: no launch of it scored an answer (a workload "
+                                  "without reference answers and --final-questions 0)")
     return figures
 
 

@@ -176,7 +176,9 @@ def collect(study: Any) -> StudyData:
                      with_accuracy=answer.with_accuracy, answer=answer,
                      importance=tpot_importance(study, df),
                      accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
-                     if answer.with_accuracy else None, workload=workload_text(study),
+                     if answer.with_accuracy or any(c.accuracy_figure is not None for c in
+                                                    answer.configurations) else None,
+                     workload=workload_text(study),
                      regimes=regime_answers(answer, every),
                      overhead=launch_overhead(every, context_of(study).simulated))
 

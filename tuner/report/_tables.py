@@ -127,6 +127,8 @@ def pick_sentence(data: StudyData) -> str | None:
         out += f"; accept length {p.accept_length:.2f}"
     if p.accuracy is not None:
         out += f"; accuracy {accuracy_text(r, paired=True)}"
+    elif not p.accuracy_checked:
+        out += "; accuracy not checked (nothing scored its answers)"
     if p.capacity_launch is not None:
         held = " ".join(f"{k}={v}" for k, v in p.capacity_launch.held.items())
         out += f"; {held} (the largest capacity the finals saw serve: what export writes)"

@@ -125,6 +125,11 @@ class Configuration:
         return f.value if f is not None else self.first.accuracy
 
     @property
+    def accuracy_checked(self) -> bool:
+        """Whether any launch of it scored answers (GSM8K, HumanEval, the final sample)."""
+        return self.accuracy_figure is not None or self.first.accuracy is not None
+
+    @property
     def accuracy_ci95(self) -> tuple[float, float] | None:
         f = self.accuracy_figure
         if f is not None:
@@ -143,8 +148,8 @@ class Configuration:
             return f"failed: {self.first.reason or 'unknown'}"
         if self.kind == "pruned":
             return "stopped early"
-        if self.is_pick:
-            return "pick"
+        if self.is_pick:       # a pick nothing scored says so wherever it is shown
+            return "pick" if self.accuracy_checked else "pick (accuracy not checked)"
         if self.tie:
             return "tie with the pick"
         return "feasible" if self.confirmed else "feasible, 1 launch, unconfirmed"

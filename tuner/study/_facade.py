@@ -319,6 +319,10 @@ class SweepStudy:
             config = base.user_attrs.get("config") or dict(base.params)
             attrs["numerics"] = {k: config[k] for k in self.space.numerics_knobs
                                  if k in config}
+            # a pass holds for this speed configuration only, speculation included
+            # (lossless in principle, not in every build); a refusal for its numerics
+            attrs["speed"] = {k: v for k, v in config.items()
+                              if k not in self.space.capacity_knobs}
         self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
         return self.propose(canonicalize)
 
@@ -368,7 +372,7 @@ class SweepStudy:
     def _enqueue_retry(self, trial: Any, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
         # a finals launch stays one
-        for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics"):
+        for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics", "speed"):
             if key in trial.user_attrs:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)

@@ -111,9 +111,11 @@ def feasible_estimates(study: Any, trials: list[TrialSummary] | None = None
 
 def final_verdicts(rows: list[Any], attrs: Any = lambda s: s.__dict__
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(passed, failed): the knob values (``numerics``) of the launches on the final
-    accuracy sample that the gate passed and refused. A verdict holds for every
-    configuration sharing those values: the other knobs are lossless. ``rows``: summaries,
+    """(passed, failed): the knob values of the launches on the final accuracy sample that
+    the gate passed and refused. A refusal holds for every configuration sharing the
+    refused launch's numerics (``numerics``: kernels, activations, LM head); a pass only for
+    its own speed configuration (``speed``: speculation included, lossless in principle
+    but not in every build; an older study's pass holds for its numerics). ``rows``: summaries,
     or anything ``attrs`` maps to a dict with their fields (a FrozenTrial's user attrs)."""
     passed: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
@@ -121,8 +123,10 @@ def final_verdicts(rows: list[Any], attrs: Any = lambda s: s.__dict__
         a = attrs(row)
         if a.get("final_sample") and a.get("remeasure_of") is not None and (
                 a.get("state", "COMPLETE") == "COMPLETE"):
-            sig = a.get("numerics") or {}
-            (failed if a.get("gate") else passed).append(sig)
+            if a.get("gate"):       # refused: every configuration with these numerics
+                failed.append(a.get("numerics") or {})
+            else:                   # passed: this speed configuration (older studies:
+                passed.append(a.get("speed") or a.get("numerics") or {})   # its numerics)
     return passed, failed
 
 

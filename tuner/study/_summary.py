@@ -59,6 +59,8 @@ class TrialSummary:
     final_sample: bool = False
     #: of a final-sample launch: the knob values its accuracy verdict holds for
     numerics: dict[str, Any] | None = None
+    #: of a final-sample launch: the speed configuration a pass holds for
+    speed: dict[str, Any] | None = None
     retried: bool = False                        # a start-up failure launched once more
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
@@ -107,7 +109,7 @@ def summarize(trial: Any) -> TrialSummary:
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
-        final_sample=bool(a.get("final_sample")), numerics=a.get("numerics"),
+        final_sample=bool(a.get("final_sample")), numerics=a.get("numerics"), speed=a.get("speed"),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),

@@ -6,6 +6,7 @@ from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import FatalSweepError
+from tuner.sweep._final_sample import beside_size as beside_final_size
 from tuner.sweep._final_sample import default_size as default_final_size
 from tuner.sweep._local import LocalRunner
 from tuner.sweep._progress import Progress
@@ -25,6 +26,7 @@ __all__ = [
            "SweepSettings",
            "TrialJob",
            "TrialRunner",
+           "beside_final_size",
            "check_address",
            "default_final_size",
            "terminated",

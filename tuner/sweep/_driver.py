@@ -80,6 +80,7 @@ class Driver:
         self.exhausted = False
         self.policy = SearchPolicy(space, settings, questions=options.workload.questions,
                                    scored=options.workload.kind == "gsm8k",
+                                   sample_beside=options.workload.kind != "gsm8k",
                                    regimes=bool(options.workload.regimes),
                                    canonical=self._canonical)
         self.options_noted = False

@@ -9,6 +9,16 @@ configuration out of the feasible set (:func:`tuner.study.feasible_estimates`): 
 move on to the next finalist. Once a sweep has a final sample, only configurations that
 passed it (and the baseline) can be the pick (:func:`tuner.study.feasible_best`): when
 the budget ends before any did, the pick is the baseline, and the report says so.
+
+Every workload has one by default. On GSM8K the finals launches answer ``N`` of its own
+questions; beside any other workload (code, chat, JSONL, a mix) they run the workload as
+usual (its TPOT is the objective) and then answer ``N`` GSM8K questions
+(``TrialOptions.accuracy_sample``, in no speed figure), gated with the workload's own
+scored requests, each kind of question also tested apart: numerics changes are gated
+whatever the traffic. Beside a workload the sample is answered by the first finals launch
+of each configuration only (the policy's ``sample_beside``): its verdict holds for that
+configuration, whose later launches measure speed alone. ``--final-questions 0`` opts
+out, and every output says "accuracy not checked" beside a pick nothing scored.
 """
 
 from __future__ import annotations
@@ -34,6 +44,30 @@ FAILED = "failed"
 
 #: GSM8K's test split: the largest final sample
 GSM8K_TEST = 1319
+
+
+#: the GSM8K sample answered beside a workload that is not GSM8K, when not given: at the
+#: default gate (1 pp, p < 0.05) a 3-point drop is refused with 80% probability at 5%
+#: discordance (4.1 pp at 10%); it runs once per finalist, not on every finals launch
+BESIDE_SIZE = 400
+
+
+def beside_size(gate: Any, workload: str) -> tuple[int, str]:
+    """The GSM8K final sample a sweep of a workload that is not GSM8K (code, chat, JSONL,
+    a mix) runs beside it when ``--final-questions`` is not given (:data:`BESIDE_SIZE`),
+    and the sentence that states it. Numerics changes (kernels, activations, LM head) are
+    gated on it; the workload's own scored requests (HumanEval's tests) are gated too."""
+    from tuner.trial import detectable_drop
+
+    size = BESIDE_SIZE
+    power = detectable_drop(size, 0.10, gate, 0.8)
+    low = detectable_drop(size, 0.05, gate, 0.8)
+    return size, (f"final accuracy sample: the baseline and each finalist also answer "
+                  f"{size} GSM8K questions after the {workload} workload, once each (in no "
+                  f"speed figure; a true drop of {power or 0:.1f} pp is refused with 80% "
+                  f"probability when 10% of answers differ, {low or 0:.1f} pp at 5%), so a "
+                  "numerics change that costs accuracy is not exported; --final-questions "
+                  "N to change it, 0 for none (accuracy not checked)")
 
 
 def default_size(gate: Any, questions: int) -> tuple[int | None, str]:
@@ -81,16 +115,19 @@ def options_for(options: TrialOptions, prop: Proposal, baseline: TrialSummary | 
     of them (``TrialOptions.measure_first``); on the final sample, ``final_questions`` of
     them and the baseline's final-sample launch's answers (none for that launch itself)."""
     base_pq = baseline.per_question if baseline is not None else None
-    workload = options.workload
+    workload, sample = options.workload, None
     measure_first = search_questions if prop.role == Role.TRIAL else None
     if prop.final_sample and baseline is not None and final_questions:
-        workload = workload.model_copy(update={"questions": final_questions})
+        if workload.kind == "gsm8k":
+            workload = workload.model_copy(update={"questions": final_questions})
+        else:                   # GSM8K answered after the workload (TrialOptions)
+            sample = final_questions
         first = final_baseline(trials(), baseline.number)
         base_pq = (None if prop.remeasure_of == baseline.number
                    else first.per_question if isinstance(first, TrialSummary) else None)
     return TrialOptions(**{**options.__dict__, "workload": workload,
                            "measure_first": measure_first, "baseline_per_question": base_pq,
-                           "early_stop": early_stop})
+                           "early_stop": early_stop, "accuracy_sample": sample})
 
 
 def final_launch_s(rows: list[TrialSummary], questions: int, final_questions: int | None

@@ -34,14 +34,18 @@ class SearchPolicy:
 
     def __init__(self, space: SearchSpace, settings: Any, *, questions: int,
                  scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
-                 regimes: bool = False) -> None:
+                 regimes: bool = False, sample_beside: bool = False) -> None:
         from tuner.sweep._finals import Finals
 
         self.s, self.canonical = settings, canonical
         #: the workload measures load regimes: the local search also looks around theirs
         self.regimes = regimes
-        #: the final sample's size when this sweep has one (a scored workload only)
-        self.final_questions: int | None = settings.final_questions if scored else None
+        #: the final sample's size when this sweep has one: GSM8K questions, the workload's
+        #: own on a GSM8K workload, else answered beside it (``scored`` is kept for callers)
+        self.final_questions: int | None = settings.final_questions
+        #: the workload is not GSM8K: the final sample is answered beside it, once per
+        #: finalist (its verdict holds for that configuration's later launches)
+        self.sample_beside = sample_beside
         self.finals = Finals.for_space(space, trials=settings.trials, hours=settings.hours,
                                        share=settings.finals_share, questions=questions,
                                        final_questions=self.final_questions)
@@ -116,8 +120,9 @@ class SearchPolicy:
             return None
         if final and first is None:
             return sweep.remeasure(self.canonical, baseline.number, final_sample=True)
-        return sweep.remeasure(self.canonical, number, confirm, held,
-                               final_sample=final and first != FAILED)
+        again = final and first != FAILED and not (
+            self.sample_beside and _sampled(sweep.trials(), number))
+        return sweep.remeasure(self.canonical, number, confirm, held, final_sample=again)
 
     def early_stop(self, sweep: SweepStudy, prop: Proposal,
                    baseline: TrialSummary | None) -> EarlyStop | None:
@@ -128,3 +133,11 @@ class SearchPolicy:
         best = sweep.best()
         high = best.tpot_ci95[1] if best is not None and best.tpot_ci95 else None
         return EarlyStop(self.s.early_stop, slower_than_ms=high)
+
+
+def _sampled(rows: list[TrialSummary], number: int) -> bool:
+    """Whether a finals launch of trial ``number``'s configuration answered the final
+    sample, or is about to (queued or running)."""
+    return any(s.role == Role.REMEASURE and s.remeasure_of == number and s.final_sample
+               and not s.recovered and s.state in ("COMPLETE", "RUNNING", "WAITING")
+               for s in rows)

@@ -38,6 +38,7 @@ class Progress:
     best_tpot: float | None = None
     best_number: int | None = None
     best_launches: int = 1             # the pick's launches (x N once the finals ran)
+    best_checked: bool = True          # whether anything scored the pick's answers
     last: str = ""
 
     def refresh(self, sweep: SweepStudy, first: bool = False) -> None:
@@ -61,6 +62,7 @@ class Progress:
         if pick is not None:
             self.best_tpot, self.best_number, self.best_launches = (
                 pick.tpot_ms, pick.number, pick.launches)
+            self.best_checked = pick.accuracy_checked
 
 
 def resuming(sweep: SweepStudy, trials: int | None) -> str:

@@ -65,7 +65,12 @@ def paired_accuracy(base: dict[str, bool], trial: dict[str, bool]) -> PairedAccu
 def evaluate(agg: Aggregates, *, speculative: bool, cfg: Gate,
              baseline_per_question: dict[str, bool] | None = None,
              reference_accept_length: float | None = None,
-             collapse_fraction: float = 0.5) -> GateVerdict:
+             collapse_fraction: float = 0.5,
+             groups: dict[str, set[str]] | None = None) -> GateVerdict:
+    """The gate's verdict on ``agg``. ``groups``: the scored questions by what they
+    measure (:func:`tuner.trial._stats.question_groups`); with two or more, each is also
+    tested apart, and a drop in any one fires the accuracy rule (a loss on one class must
+    not hide in a pooled figure)."""
     rules: list[GateRule] = []
     constraints: dict[str, float] = {}
     if speculative:
@@ -93,14 +98,29 @@ def evaluate(agg: Aggregates, *, speculative: bool, cfg: Gate,
         significant = pa.p_drop < cfg.mcnemar_alpha
         excess = pa.drop_pp - cfg.max_accuracy_drop_pp
         fired = significant and excess > 0
+        detail = (f"accuracy drop {pa.drop_pp:+.2f} pp against the baseline (negative: "
+                  f"more right) on {pa.pairs} paired questions "
+                  f"(baseline-only right {pa.base_only}, trial-only right {pa.trial_only}; "
+                  f"McNemar exact p = {pa.p_two_sided:.3g}, one-sided p = {pa.p_drop:.3g})")
+        value, constraint = pa.drop_pp, excess if significant else min(excess, 0.0)
+        for name, ids in (groups or {}).items() if len(groups or {}) > 1 else ():
+            part = paired_accuracy({q: v for q, v in baseline_per_question.items()
+                                    if q in ids},
+                                   {q: v for q, v in agg.per_question.items() if q in ids})
+            if not part.pairs:
+                continue
+            sig = part.p_drop < cfg.mcnemar_alpha
+            over = part.drop_pp - cfg.max_accuracy_drop_pp
+            detail += (f"; {name}: {part.drop_pp:+.2f} pp on {part.pairs} "
+                       f"(one-sided p = {part.p_drop:.3g})")
+            if sig and over > 0 and not fired:
+                fired, value = True, part.drop_pp
+                detail += " - a drop there"
+            constraint = max(constraint, over if sig else min(over, 0.0))
         rules.append(GateRule(
-            rule="accuracy_drop", fired=fired, value=pa.drop_pp,
+            rule="accuracy_drop", fired=fired, value=value,
             threshold=cfg.max_accuracy_drop_pp,
-            detail=(f"accuracy drop {pa.drop_pp:+.2f} pp against the baseline (negative: "
-                    f"more right) on {pa.pairs} paired questions "
-                    f"(baseline-only right {pa.base_only}, trial-only right {pa.trial_only}; "
-                    f"McNemar exact p = {pa.p_two_sided:.3g}, one-sided p = {pa.p_drop:.3g})"
-                    + ("" if fired else " - within tolerance or not significant"))))
-        constraints["accuracy_drop"] = excess if significant else min(excess, 0.0)
+            detail=detail + ("" if fired else " - within tolerance or not significant")))
+        constraints["accuracy_drop"] = constraint
     return GateVerdict(passed=not any(r.fired for r in rules), rules=rules,
                        constraints=constraints)

@@ -43,6 +43,8 @@ class Timings(BaseModel):
     #: the client scoring completions (a code completion's tests in the sandbox): its own
     #: wall time, which is the same on any machine, so not scaled
     scoring_s: float | None = None
+    #: the GSM8K accuracy sample answered after the workload (``sample_requests``)
+    sample_s: float | None = None
     #: the whole trial: machine time, plus ``scoring_s`` as it is
     total_s: float | None = None
 
@@ -76,6 +78,10 @@ class TrialResult(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict)
     effect: list[KnobCheck] = Field(default_factory=list)
     requests: list[RequestRecord] = Field(default_factory=list)
+    #: the GSM8K accuracy sample answered after the workload (``TrialOptions.
+    #: accuracy_sample``: a final accuracy sample beside a workload that is not GSM8K):
+    #: scored and gated with the workload's scored requests, in no speed figure
+    sample_requests: list[RequestRecord] = Field(default_factory=list)
     warmup_requests: int = 0
     #: measured prompts this launch was to send: the workload's, or the first
     #: ``TrialOptions.measure_first`` of them (a search trial's cheaper fidelity)

@@ -38,7 +38,10 @@ from tuner.trial._server import ServerProcess
 from tuner.trial._server import TrialStopped
 from tuner.trial._server import free_port
 from tuner.trial._server import redact
+from tuner.trial._stats import SAMPLE_PREFIX
 from tuner.trial._stats import aggregate
+from tuner.trial._stats import question_groups
+from tuner.trial._stats import with_accuracy_sample
 from tuner.workloads import KINDS
 from tuner.workloads import Context
 from tuner.workloads import Prepared
@@ -94,6 +97,10 @@ class TrialOptions:
     #: measure only the first ``measure_first`` of the workload's prompts (a search trial's
     #: cheaper fidelity: the baseline's first questions); None: all of them
     measure_first: int | None = None
+    #: GSM8K questions this launch also answers after its workload: the final accuracy
+    #: sample beside a workload that is not GSM8K (code, chat, JSONL, a mix), scored and
+    #: gated with the workload's scored requests, in no speed figure; None: none
+    accuracy_sample: int | None = None
 
 
 def _now() -> str:
@@ -140,6 +147,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
     workload = make_workload(opts.workload, Context(gsm8k=opts.gsm8k,
                                                     vocab_size=workload_vocab(space, opts)))
     prepared = workload.prepare()
+    sample = _accuracy_sample(opts)          # its data read before the server starts
     protocol = engine.protocol()
     server = ServerProcess(plan, log_path, protocol, extra_env=opts.server_env,
                            api_key=opts.api_key, secret_argv=engine.secret_args(opts.api_key))
@@ -147,7 +155,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
              if host is not None and result.memory is not None else None)
     try:
         _launch_and_measure(result, server, protocol, workload, prepared, opts,
-                            _judge(space, plan.speculative, opts), watch)
+                            _judge(space, plan.speculative, opts), watch, sample)
         return _finish(result, t_start, result.time_scale)
     except TrialPruned as stop:
         if watch is not None and watch.tripped:
@@ -170,14 +178,18 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
 
 def _launch_and_measure(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
                         workload: PromptWorkload, prepared: Prepared, opts: TrialOptions,
-                        judge: Judge, watch: MemoryWatch | None) -> None:
-    """Start the server (watched on a unified-memory host), prove, measure, gate."""
+                        judge: Judge, watch: MemoryWatch | None,
+                        sample: tuple[PromptWorkload, Prepared] | None = None) -> None:
+    """Start the server (watched on a unified-memory host), prove, measure, answer the
+    accuracy sample, gate."""
     server.start()
     if watch is not None:
         watch.start()
     startup_wall = _wait_ready(server, opts, result)
     _prove(result, server, protocol, opts, startup_wall)
     _measure(result, server, protocol, workload, prepared, opts, judge)
+    if sample is not None:
+        _answer_sample(result, server, protocol, *sample, opts)
     judge(result.requests, result)
     _measure_regimes(result, server, protocol, prepared, opts)
     if watch is not None:
@@ -208,11 +220,15 @@ Judge = Callable[[list[RequestRecord], TrialResult], None]
 def _judge(space: SearchSpace, speculative: bool, opts: TrialOptions) -> Judge:
     """Aggregate and gate ``records`` into ``result``."""
     def judge(records: list[RequestRecord], result: TrialResult) -> None:
-        result.aggregates = aggregate(records, opts.workload.shares() or None)
+        agg = aggregate(records, opts.workload.shares() or None)
+        if result.sample_requests:
+            agg = with_accuracy_sample(agg, result.sample_requests)
+        result.aggregates = agg
         result.gate = evaluate(
-            result.aggregates, speculative=speculative, cfg=space.spec.gate,
+            agg, speculative=speculative, cfg=space.spec.gate,
             baseline_per_question=opts.baseline_per_question,
-            reference_accept_length=opts.reference_accept_length)
+            reference_accept_length=opts.reference_accept_length,
+            groups=question_groups(records, result.sample_requests))
     return judge
 
 
@@ -296,6 +312,42 @@ def _measure(result: TrialResult, server: ServerProcess, protocol: ServerProtoco
             raise TrialStopped("crashed", f"the server died during the benchmark: {exc}",
                         server.log_tail()) from None
         raise TrialStopped("bench_error", str(exc), server.log_tail()) from None
+
+
+def _accuracy_sample(opts: TrialOptions) -> tuple[PromptWorkload, Prepared] | None:
+    """The GSM8K accuracy sample of ``opts.accuracy_sample`` questions (its prompt ids
+    prefixed, :data:`tuner.trial._stats.SAMPLE_PREFIX`), prepared; None without one."""
+    if not opts.accuracy_sample:
+        return None
+    from dataclasses import replace
+
+    settings = opts.workload.model_copy(update={
+        "kind": "gsm8k", "mix": None, "questions": opts.accuracy_sample, "regimes": [],
+        "concurrency": 1})
+    wl = make_workload(settings, Context(gsm8k=opts.gsm8k))
+    prepared = wl.prepare()
+    measured = [replace(p, id=SAMPLE_PREFIX + p.id) for p in prepared.measured]
+    return wl, Prepared(warmup=[], measured=measured)
+
+
+def _answer_sample(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
+                   workload: PromptWorkload, prepared: Prepared, opts: TrialOptions) -> None:
+    """Send the accuracy sample's questions after the workload and score them; their time
+    is the launch's, in no speed figure."""
+    t0 = time.monotonic()
+    try:
+        sent = send_requests(server.base_url, server.headers(), protocol, prepared.measured,
+                             scale=result.time_scale, concurrency=1,
+                             timeout_s=opts.bench_timeout_s)
+    except RequestFailed as exc:
+        time.sleep(0.2)
+        if not server.alive():
+            raise TrialStopped("crashed", f"the server died during the accuracy sample: "
+                               f"{exc}", server.log_tail()) from None
+        raise TrialStopped("bench_error", f"the accuracy sample: {exc}",
+                           server.log_tail()) from None
+    result.timings.sample_s = (time.monotonic() - t0) * result.time_scale
+    result.sample_requests = score_requests(workload, prepared.measured, sent)
 
 
 def _measure_regimes(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,

@@ -68,6 +68,10 @@ class Aggregates(BaseModel):
     per_class: dict[str, ClassFigures] | None = None
     #: "mix": ``tpot_ms`` is the share-weighted TPOT of the classes; None: token-weighted
     tpot_basis: str | None = None
+    #: the GSM8K accuracy sample answered beside the workload (its questions are in
+    #: ``per_question``, ``correct``, ``scored`` and ``accuracy``; none of its figures is in
+    #: TPOT); None: the launch had none
+    sample: ClassFigures | None = None
 
     def shown_classes(self) -> dict[str, ClassFigures]:
         """The per-class figures worth showing beside the trial's own: those of a mix, or
@@ -211,3 +215,40 @@ def aggregate(records: list[RequestRecord], shares: dict[str, float] | None = No
         agg.accuracy_ci95 = wilson(k, len(scored))
         agg.per_question = {r.prompt_id: bool(r.correct) for r in scored}
     return agg
+
+
+#: prompt ids of the accuracy sample beside a workload start so (a mix's own math
+#: questions may be the same GSM8K questions: answered again, kept apart)
+SAMPLE_PREFIX = "sample:"
+
+
+def with_accuracy_sample(agg: Aggregates, records: list[RequestRecord]) -> Aggregates:
+    """``agg`` with the scored ``records`` of the GSM8K accuracy sample answered after the
+    workload: its figures as ``sample``, its answers in the accuracy (one accuracy over
+    every scored request of the launch, as a mix's) and ``per_question``."""
+    scored = [r for r in records if r.correct is not None]
+    if not scored:
+        return agg
+    fig = per_class([r.model_copy(update={"content": "sample"}) for r in records])["sample"]
+    fig.tpot_ms = fig.tpot_ci95 = None          # no speed figure: not the workload's
+    fig.accept_length = None
+    per_q = {**(agg.per_question or {}), **{r.prompt_id: bool(r.correct) for r in scored}}
+    k = sum(per_q.values())
+    return agg.model_copy(update={
+        "sample": fig, "per_question": per_q, "correct": k, "scored": len(per_q),
+        "accuracy": k / len(per_q), "accuracy_ci95": wilson(k, len(per_q))})
+
+
+def question_groups(records: list[RequestRecord], sample: list[RequestRecord]
+                    ) -> dict[str, set[str]]:
+    """The scored questions of a launch by what they measure: each content class of the
+    workload's (``code``, ``math``...) and ``GSM8K final sample`` (the accuracy sample),
+    so the gate can test each apart."""
+    out: dict[str, set[str]] = {}
+    for r in records:
+        if r.correct is not None:
+            out.setdefault(r.content or "workload", set()).add(r.prompt_id)
+    for r in sample:
+        if r.correct is not None:
+            out.setdefault("GSM8K final sample", set()).add(r.prompt_id)
+    return out
