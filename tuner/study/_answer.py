@@ -33,6 +33,8 @@ from tuner.study._figures import Accuracy
 from tuner.study._figures import accept_length_of
 from tuner.study._figures import accuracy_of
 from tuner.study._figures import served_capacity
+from tuner.study._front import dominates
+from tuner.study._front import undominated
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import behind_within_noise
 from tuner.study._pooled import estimates
@@ -277,40 +279,6 @@ def _kind(s: TrialSummary, refused: list[dict[str, Any]]) -> str:
     return "refused" if refused and shares(s.config, refused) else "feasible"
 
 
-def _dominates(a: Configuration, b: Configuration, with_accuracy: bool) -> bool:
-    """Whether ``a`` beats ``b`` on the displayed figures (no worse on both, better on one;
-    single objective: faster)."""
-    ta, tb = a.tpot_ms or 0.0, b.tpot_ms or 0.0
-    if not with_accuracy:
-        return ta < tb
-    aa, ab = a.accuracy or 0.0, b.accuracy or 0.0
-    return ta <= tb and aa >= ab and (ta < tb or aa > ab)
-
-
-def _undominated(rows: list[Configuration], with_accuracy: bool,
-                 leave_out: frozenset[int] = frozenset()) -> set[int]:
-    """Numbers of the admissible ``rows`` (less ``leave_out``) no other of them beats on
-    the displayed TPOT and accuracy (missing accuracy counts as 0). Single objective: the
-    fastest."""
-    cands = [c for c in rows if c.admissible and c.tpot_ms is not None
-             and c.number not in leave_out]
-    if not cands:
-        return set()
-    if not with_accuracy:
-        best = min(c.tpot_ms for c in cands if c.tpot_ms is not None)
-        return {c.number for c in cands if c.tpot_ms == best}
-    keep: set[int] = set()
-    top = float("-inf")
-    for c in sorted(cands, key=lambda c: (c.tpot_ms, -(c.accuracy or 0.0))):
-        acc = c.accuracy or 0.0
-        if acc > top:
-            keep.add(c.number)
-            top = acc
-    # rows equal to a kept one on both figures are not beaten either
-    shown = {(c.tpot_ms, c.accuracy or 0.0) for c in cands if c.number in keep}
-    return keep | {c.number for c in cands if (c.tpot_ms, c.accuracy or 0.0) in shown}
-
-
 def _pick(rows: list[Configuration], summaries: list[TrialSummary],
           front: set[int]) -> Configuration | None:
     """After the finals: the re-measured admissible configuration with the lowest mean over
@@ -373,13 +341,13 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
             accuracy_figure=accuracy_of(launches, [] if s is base else base_launches),
             mean_accept_length=accept_length_of(launches),
             capacity_launch=served_capacity(launches)))
-    pick = _pick(rows, summaries, _undominated(rows, with_accuracy))
+    pick = _pick(rows, summaries, undominated(rows, with_accuracy))
     # the pick is on the front: what beats it on the figures shown is a single reading or
     # a finalist the finals judged within noise of it, and stays off (pick_note, ties)
     beaten_by = frozenset(c.number for c in rows if pick is not None and c.admissible
                           and c.tpot_ms is not None and c.number != pick.number
-                          and _dominates(c, pick, with_accuracy))
-    front = _undominated(rows, with_accuracy, beaten_by)
+                          and dominates(c, pick, with_accuracy))
+    front = undominated(rows, with_accuracy, beaten_by)
     me = pick.estimate if pick is not None else None
     out = []
     for c in rows:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import ROLE
 from tuner.study._record import trial_at
+
+
+if TYPE_CHECKING:
+    from tuner.study._answer import Configuration
 
 
 def feasible_front(study: Any, refused: list[dict[str, Any]] | None = None) -> list[Any]:
@@ -52,3 +57,37 @@ def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
 
     pick = study_answer(study, trials).pick
     return trial_at(study, pick.number) if pick is not None else None
+
+
+def dominates(a: Configuration, b: Configuration, with_accuracy: bool) -> bool:
+    """Whether ``a`` beats ``b`` on the displayed figures (no worse on both, better on one;
+    single objective: faster)."""
+    ta, tb = a.tpot_ms or 0.0, b.tpot_ms or 0.0
+    if not with_accuracy:
+        return ta < tb
+    aa, ab = a.accuracy or 0.0, b.accuracy or 0.0
+    return ta <= tb and aa >= ab and (ta < tb or aa > ab)
+
+
+def undominated(rows: list[Configuration], with_accuracy: bool,
+                 leave_out: frozenset[int] = frozenset()) -> set[int]:
+    """Numbers of the admissible ``rows`` (less ``leave_out``) no other of them beats on
+    the displayed TPOT and accuracy (missing accuracy counts as 0). Single objective: the
+    fastest."""
+    cands = [c for c in rows if c.admissible and c.tpot_ms is not None
+             and c.number not in leave_out]
+    if not cands:
+        return set()
+    if not with_accuracy:
+        best = min(c.tpot_ms for c in cands if c.tpot_ms is not None)
+        return {c.number for c in cands if c.tpot_ms == best}
+    keep: set[int] = set()
+    top = float("-inf")
+    for c in sorted(cands, key=lambda c: (c.tpot_ms, -(c.accuracy or 0.0))):
+        acc = c.accuracy or 0.0
+        if acc > top:
+            keep.add(c.number)
+            top = acc
+    # rows equal to a kept one on both figures are not beaten either
+    shown = {(c.tpot_ms, c.accuracy or 0.0) for c in cands if c.number in keep}
+    return keep | {c.number for c in cands if (c.tpot_ms, c.accuracy or 0.0) in shown}
