@@ -96,11 +96,15 @@ def test_one_accuracy_capacity_accept_length_and_launch_count_everywhere_with_mo
     (its question count and the paired comparison with the baseline on the same questions),
     its memory fraction the one export writes, its accept length and TPOT pooled over its
     launches, in every output; the screening figure only where labelled so."""
+    from tuner.cli._sweep_display import best_text
+
     seen = []
+    status = []
     study = model_sweep(tmp_path, ModelRunner(seed=5, noise=0.04), trials=40, seed=5,
                         final_questions=200,
-                        on_progress=lambda p: seen.append((p.best_number, p.best_tpot,
-                                                           p.best_launches)))
+                        on_progress=lambda p: (seen.append((p.best_number, p.best_tpot,
+                                                            p.best_launches)),
+                                               status.append(best_text(p))))
     answer = study_answer(study)
     pick = answer.pick
     assert pick is not None and pick.confirmed and pick.launches > 2
@@ -118,6 +122,8 @@ def test_one_accuracy_capacity_accept_length_and_launch_count_everywhere_with_mo
     al = pick.accept_length
     assert al is not None
     assert seen[-1] == (pick.number, pick.tpot_ms, pick.launches)   # the status line
+    assert status[-1].startswith(f"pick #{pick.number} {pick.tpot_ms:.2f} ms x{pick.launches}")
+    assert (f"acc {acc.value:.1%}/200, accept {al:.2f}, mem_fraction={mem}" in status[-1])
     db = f"sqlite:///{tmp_path / 's.db'}"
     where = ["s", "--storage", db, "--artifacts", str(tmp_path / "s.artifacts")]
 

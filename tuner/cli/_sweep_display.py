@@ -49,6 +49,8 @@ def best_text(p: Progress) -> str:
     out = f"pick #{p.best_number} {p.best_tpot:.2f} ms{runs}"
     if p.baseline_tpot:
         out += f" {p.baseline_tpot / p.best_tpot:.2f}x"
+    if p.best_figures:
+        out += f" ({p.best_figures})"
     if not p.best_checked:
         out += " (accuracy not checked)"
     return out

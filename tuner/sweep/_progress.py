@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Any
 
 from tuner.errors import clip
 from tuner.errors import counted
@@ -39,6 +40,10 @@ class Progress:
     best_number: int | None = None
     best_launches: int = 1             # the pick's launches (x N once the finals ran)
     best_checked: bool = True          # whether anything scored the pick's answers
+    #: the pick's other figures as every output shows them: ``acc 90.0%/300, accept
+    #: 2.94, mem_fraction=0.7`` (its one accuracy and sample, mean accept length, the
+    #: capacity it is exported at)
+    best_figures: str = ""
     last: str = ""
 
     def refresh(self, sweep: SweepStudy, first: bool = False) -> None:
@@ -63,6 +68,21 @@ class Progress:
             self.best_tpot, self.best_number, self.best_launches = (
                 pick.tpot_ms, pick.number, pick.launches)
             self.best_checked = pick.accuracy_checked
+            self.best_figures = _figures(pick)
+
+
+def _figures(pick: Any) -> str:
+    """The pick's accuracy (on its largest sample), accept length and exported capacity,
+    in the status line's few words."""
+    parts = []
+    acc = pick.accuracy_figure
+    if acc is not None:
+        parts.append(f"acc {acc.value:.1%}/{acc.questions}")
+    if pick.accept_length:
+        parts.append(f"accept {pick.accept_length:.2f}")
+    if pick.capacity_launch is not None:
+        parts += [f"{k}={v}" for k, v in pick.capacity_launch.held.items()]
+    return ", ".join(parts)
 
 
 def resuming(sweep: SweepStudy, trials: int | None) -> str:
