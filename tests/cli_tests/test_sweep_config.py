@@ -79,3 +79,43 @@ def test_the_readme_night_file_is_a_valid_sweep_config() -> None:
     assert Path(options["space_file"]).resolve() == SPARK.resolve()
     assert options["hours"] == 10.0 and options["questions"] == 60
     assert "--config docs/night.yaml" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize(("extra", "located"), [
+    # once a journal file named "5" beside the file, a sweep of 1 trial, a lock broken
+    ({"storage": 5}, "night.yaml:4: storage: expected a string, got 5 (an integer)"),
+    ({"trials": True}, "night.yaml:6: trials: expected an integer, got true (a boolean)"),
+    ({"break-lock": "yes"}, "night.yaml:11: break-lock: expected true or false, got 'yes'"),
+    ({"hours": "10"}, "night.yaml:11: hours: expected a number, got '10' (a string)"),
+    ({"trials": None}, "night.yaml:6: trials: expected an integer, got nothing"),
+])
+def test_config_file_values_are_typed_strictly_not_converted(
+        tmp_path: Path, extra: dict[str, object], located: str) -> None:
+    """Issue 34 item 4, finding 3: a value of the wrong YAML type was converted as the
+    command line converts text (5 became the path "5", true the count 1, "yes" true)."""
+    night = _night(tmp_path, **extra)
+    before = sorted(tmp_path.rglob("*"))
+    proc = subprocess.run(tuner_argv("sweep", "--config", str(night)), capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert located in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert sorted(tmp_path.rglob("*")) == before          # no journal "5", no study
+
+
+@pytest.mark.parametrize(("extra", "located"), [
+    ({"regime": [1, 2]}, "night.yaml:12: regime[0]: expected a string, got 1"),
+    ({"workload": 7}, "night.yaml:11: workload: expected a string, got 7"),
+    ({"workload": "bogus"}, "night.yaml:11: workload: unknown workload 'bogus'"),
+    ({"regime": ["a:2", "b:4:"]}, "night.yaml:13: regime[1]: --regime 'b:4:'"),
+])
+def test_config_file_workload_and_regime_errors_name_the_file_and_line(
+        tmp_path: Path, extra: dict[str, object], located: str) -> None:
+    """Finding 7: ``regime: [1, 2]`` and ``workload: 7`` were refused later, without the
+    file and line that held them."""
+    night = _night(tmp_path, **extra)
+    proc = subprocess.run(tuner_argv("sweep", "--config", str(night)), capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert located in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (night.parent / "out").exists()
