@@ -177,13 +177,16 @@ def parse_regime(text: str) -> dict[str, Any]:
     """``sixteen:16:p95_tpot_ms=120,requests=64`` -> a regime's fields (checked by the
     workload's schema afterwards)."""
     name, _, rest = text.partition(":")
-    users, _, extra = rest.partition(":")
+    users, colon, extra = rest.partition(":")
     usage = (f"--regime {text!r}: expected NAME:USERS[:KEY=VALUE,...] with keys "
              f"{', '.join(REGIME_KEYS)} (e.g. sixteen:16:p95_tpot_ms=120)")
+    items = [x.strip() for x in extra.split(",")] if colon else []
+    if "" in items:              # ``x:4:`` or ``x:4:a=1,,b=2``: a part left empty
+        raise UserError(f"{usage}; a part after USERS is empty")
     try:
         out: dict[str, Any] = {"name": name.strip(), "concurrency": int(users)}
         sla: dict[str, float] = {}
-        for item in filter(None, (x.strip() for x in extra.split(","))):
+        for item in items:
             key, sep, raw = item.partition("=")
             if not sep or key.strip() not in REGIME_KEYS:
                 raise UserError(usage)

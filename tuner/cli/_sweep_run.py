@@ -89,6 +89,11 @@ def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
                         "space's workload.questions)")
     if wl.kind == "gsm8k" or "math" in wl.shares():
         check_gsm8k(ctx, o["gsm8k"])
+    if wl.kind == "jsonl":               # the user's prompts read now: a bad line is one
+        from tuner.workloads import Context  # located error, not a failure per trial
+        from tuner.workloads import make_workload
+
+        make_workload(wl, Context()).prepare()
     if wl.kind == "gsm8k" and o["final_questions"] is None:
         from tuner.sweep import default_final_size
 

@@ -117,6 +117,12 @@ class SGLangEngine(Engine):
                 if f is not None and f.type == "int" and k.type == "float":
                     raise space.error(("knobs", name, "type"), f"{k.flag} takes an integer; "
                                       "a float knob cannot set it (use an int knob)")
+                if k.type in ("int", "float"):       # the range's ends, where written
+                    for end in ("low", "high"):
+                        value = getattr(k, end)
+                        if value is not None:
+                            check(("knobs", name, end), k.flag,
+                                  int(value) if k.type == "int" else float(value))
                 for i, c in enumerate(space.domain(name) or []):
                     if k.type == "bool":
                         if f is not None and not f.store_true:
