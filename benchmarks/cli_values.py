@@ -66,7 +66,7 @@ def _sweep() -> list[tuple[str, list[str]]]:
            "--early-stop": ["nan", "0.95", "-0.1"], "--sampler": ["bogus", ""],
            "--workload": ["bogus", "mix", ""],
            "--mix": ["code=abc", "bogus=1", "code=-1", "code=inf", "", "code=0",
-                     "code=0.5,code=0.5"],
+                     "code=0.5,code=0.5", "code=0.6,chat=0.6", "code=0.5"],
            "--engine": ["bogus", "", "sim:bogus"],
            "--storage": ["sqlite:////no/such/dir/s.db", "@FX/file/s.db", "@FX/dir",
                          "bogus://x", ""],
@@ -85,6 +85,8 @@ def _sweep() -> list[tuple[str, list[str]]]:
                         "@FX/night-regime-ints.yaml", "@FX/night-workload-7.yaml"],
            "--regime": ["x:4:", "x:4:requests=8,", "x", "x:0"]}
     out = [(f"sweep {opt} {v!r}", [*SW, opt, v]) for opt, vals in bad.items() for v in vals]
+    out += [("sweep --mix code=0.6,chat=0.4 --workload gsm8k",      # once ran the mix
+             [*SW, "--mix", "code=0.6,chat=0.4", "--workload", "gsm8k"])]
     out += [(f"sweep --engine sglang --engine-command {v!r}",
              [*SW, "--engine", "sglang", "--engine-command", v]) for v in ("'unclosed", "")]
     out += [(f"sweep SPACE={v}", ["sweep", v, *SW[2:]]) for v in (

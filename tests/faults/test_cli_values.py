@@ -176,3 +176,54 @@ def test_a_ray_address_that_answers_but_is_not_ray_is_refused_at_once(tmp_path: 
         check_address(f"127.0.0.1:{port}")          # accepted: no error
     finally:
         server.stop(0)
+
+
+def _mix_space(tmp: Path, shares: str) -> Path:
+    text = SPARK.read_text().replace("  kind: gsm8k\n", f"  kind: mix\n  mix: {shares}\n", 1)
+    assert f"mix: {shares}" in text
+    path = tmp / "mix-space.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ([*SWEEP1, "--mix", "code=0.6,chat=0.4", "--workload", "gsm8k"],
+     "--mix code=0.6,chat=0.4 and --workload gsm8k conflict"),      # once ran the mix
+    ([*SWEEP1, "--mix", "code=0.6,chat=0.6"],
+     "--mix 'code=0.6,chat=0.6': the shares add up to 1.2, not 1"),   # once renormalised
+    ([*SWEEP1, "--mix", "code=0.5"], "the shares add up to 0.5, not 1"),
+    (["space", "validate", "@TMP/mix-space.yaml"],
+     "mix-space.yaml:@LINE: workload.mix: the shares add up to 1.2, not 1"),
+])
+def test_conflicting_workload_options_are_refused_not_resolved_in_silence(
+        tmp_path: Path, args: list[str], says: str) -> None:
+    """Issue 34 item 4, finding 4: ``--mix`` with ``--workload gsm8k`` ran the mix, and a
+    mix whose shares do not add up to 1 was renormalised without a word."""
+    space = _mix_space(tmp_path, "{code: 0.6, chat: 0.6}")
+    line = space.read_text().splitlines().index("  mix: {code: 0.6, chat: 0.6}") + 1
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.replace("@TMP", str(tmp_path)) for a in args]
+    if args[0] == "sweep":
+        args += ["--storage", str(tmp_path / "s.db")]
+    r = run_tuner(tmp_path, *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert says.replace("@LINE", str(line)) in r.stderr and "Traceback" not in r.stderr, (
+        r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert sorted(tmp_path.rglob("*")) == before          # nothing created
+
+
+def test_final_questions_on_a_speed_only_workload_is_said_at_the_start(tmp_path: Path
+                                                                        ) -> None:
+    """Finding 4: ``--final-questions`` on the ``code`` workload (measured for speed only)
+    was ignored in silence. It is a warning, not a refusal: issue 36 gates that workload by
+    a GSM8K final sample, and then the option acts (``final_questions_note``)."""
+    r = run_tuner(tmp_path, *SWEEP1, "--workload", "code", "--final-questions", "50",
+                  "--storage", str(tmp_path / "s.db"), "--workdir", str(tmp_path / "runs"))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("warning: --final-questions 50 has no effect on this workload "
+                            "(code (HumanEval): it is measured for speed only"), r.stdout
+    gsm8k = run_tuner(tmp_path, *SWEEP1, "--final-questions", "50", "--study", "g",
+                      "--storage", str(tmp_path / "g.db"), "--workdir", str(tmp_path / "runs"))
+    assert gsm8k.returncode == 0 and "has no effect" not in gsm8k.stdout + gsm8k.stderr

@@ -145,6 +145,9 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
 
     if kind is not None and kind not in KINDS:
         raise UserError(f"--workload {kind!r}: expected one of {', '.join(KINDS)}")
+    if mix is not None and kind not in (None, "mix"):      # once the mix ran, in silence
+        raise UserError(f"--mix {mix} and --workload {kind} conflict: --mix tunes for a mix "
+                        "of classes, --workload for one; give one of them")
     changes = {k: v for k, v in updates.items() if v is not None}
     if kind is not None:
         changes["kind"] = kind
@@ -221,4 +224,10 @@ def parse_mix(text: str) -> dict[str, float]:
         out[name] = share
     if sum(out.values()) <= 0:
         raise UserError(f"--mix {text!r}: the shares add up to 0")
+    from tuner.space import shares_problem
+
+    problem = shares_problem(out)
+    if problem is not None:
+        raise UserError(f"--mix {text!r}: {problem}")
     return out
+

@@ -101,6 +101,18 @@ def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
     return wl, o["final_questions"], None
 
 
+def final_questions_note(wl: Any, final_questions: int | None) -> str | None:
+    """What to say at the start when ``--final-questions`` cannot act on the workload (the
+    final accuracy sample is GSM8K's, gated on a scored ``gsm8k`` workload only): a warning,
+    not a refusal (issue 36 will gate the ``code`` and ``chat`` workloads by a GSM8K final
+    sample too; this is the one place that then changes). None when it acts, or is 0."""
+    if not final_questions or wl.kind == "gsm8k":
+        return None
+    return (f"--final-questions {final_questions} has no effect on this workload "
+            f"({wl.describe_content()}: it is measured for speed only, so the finals run no "
+            "final accuracy sample)")
+
+
 def run_sweep(ctx: typer.Context) -> None:
     """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
     import sys
@@ -114,7 +126,6 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
-    from tuner.trial import queue_notes
     from tuner.trial import workload_vocab
 
     o = dict(ctx.params)
@@ -148,19 +159,32 @@ def run_sweep(ctx: typer.Context) -> None:
     ray_address = o["ray_address"]
     check_ray_address(ray_address)
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
-    if final_note:
-        console().print(final_note, highlight=False)
-    if wl.regimes:
-        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
-        for line in queue_notes(wl.regimes, base_plan.max_running):
-            console().print(f"[yellow]note[/]: {line}", highlight=False)
-    if space.for_workload(wl) is not space:
-        console().print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
-                        f"{wl.peak_users} users at once, so how many requests fit decides "
-                        "throughput and queueing", highlight=False)
+    _start_notes(console(), space, choice, wl, [final_note, final_questions_note(
+        wl, o["final_questions"])])
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
         o["artifacts"])
+
+
+def _start_notes(out: Any, space: Any, choice: Any, wl: Any,
+                 final: list[str | None]) -> None:
+    """What the sweep says before its header: the final sample (``final``: its statement,
+    and the warning that ``--final-questions`` has no effect), the load regimes' queueing,
+    and a capacity searched for several users."""
+    from tuner.trial import queue_notes
+
+    if final[0]:
+        out.print(final[0], highlight=False)
+    if final[1]:
+        out.print(f"[yellow]warning[/]: {final[1]}", highlight=False)
+    if wl.regimes:
+        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
+        for line in queue_notes(wl.regimes, base_plan.max_running):
+            out.print(f"[yellow]note[/]: {line}", highlight=False)
+    if space.for_workload(wl) is not space:
+        out.print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
+                  f"{wl.peak_users} users at once, so how many requests fit decides "
+                  "throughput and queueing", highlight=False)
 
 
 def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:

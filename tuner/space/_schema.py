@@ -187,6 +187,20 @@ class Regime(_Strict):
 CONTENT_CLASSES = ("math", "code", "chat")
 
 
+def shares_problem(mix: dict[Any, float]) -> str | None:
+    """Why a mix's shares are not what its objective weights by, or None: they must add up
+    to 1 (once renormalised in silence, so ``code=0.6,chat=0.6`` ran as half and half).
+    Checked where a mix is written (a space file, ``--mix``), not when a recorded one is
+    read back."""
+    import math
+
+    total = sum(mix.values())
+    if math.isclose(total, 1.0, rel_tol=0.0, abs_tol=1e-9):
+        return None
+    return (f"the shares add up to {total:g}, not 1 (each is its class's share of the "
+            "requests and of the objective)")
+
+
 class Workload(_Strict):
     """The deployment-shaped workload trials are measured on."""
 
