@@ -119,3 +119,56 @@ def test_config_file_workload_and_regime_errors_name_the_file_and_line(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert located in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (night.parent / "out").exists()
+
+
+def _comments(text: str) -> dict[str, str]:
+    """Each key of a night file -> its comment (the line's, and the comment-only lines
+    indented under it that go on with it)."""
+    out: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        body, _, comment = line.partition("#")
+        if body.strip() and not line.startswith(" "):
+            key = body.split(":")[0].strip()
+            out[key] = comment.strip()
+        elif key is not None and line.startswith(" ") and not body.strip():
+            out[key] += " " + comment.strip()
+        else:
+            key = None
+    return out
+
+
+def test_the_night_files_stated_question_counts_are_what_its_sweep_runs() -> None:
+    """Issue 34 item 4, finding 9: docs/night.yaml said the finals measure 60 questions;
+    they ran 300 (the default final sample for 60 questions, ``default_size``). Every
+    clause of a comment that speaks of the finals states the final sample's size, every
+    one that speaks of the search trials theirs, and the file's final sample is the
+    default it says it is."""
+    import re
+
+    import typer
+
+    from tuner.cli._sweep_config import read_config
+    from tuner.cli.main import app
+    from tuner.space import load_space
+    from tuner.sweep import default_final_size
+
+    command = typer.main.get_command(app).commands["sweep"]   # type: ignore[attr-defined]
+    ctx = command.make_context("sweep", ["x"], resilient_parsing=True)
+    night = REPO / "docs" / "night.yaml"
+    options = read_config(ctx, command.params, night)
+    gate = load_space(options["space_file"]).spec.gate
+    questions = options["questions"]
+    default = default_final_size(gate, questions)[0]
+    final = options.get("final_questions", default)
+    search = options.get("search_questions") or questions
+    assert final == default                      # "the default for 60 questions"
+    stated = {"final": set(), "search": set()}
+    for key, comment in _comments(night.read_text()).items():
+        for clause in re.split(r"[,;()]", comment):
+            numbers = {int(n) for n in re.findall(r"\b\d+\b", clause)}
+            for word, size in (("final", final), ("search", search)):
+                if re.search(rf"\b{word}(s|\b)", clause) and numbers:
+                    assert numbers == {size}, (key, clause, size)
+                    stated[word] |= numbers
+    assert stated == {"final": {final}, "search": {search}}, stated
