@@ -16,6 +16,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
+from tuner.processes import child_env
 from tuner.space import SearchSpace
 from tuner.space import value_key
 
@@ -226,7 +227,7 @@ def inspect_engine(command: list[str], *, timeout: float = 180.0) -> Capabilitie
                         version=where.version)
     try:
         out = subprocess.run([*command, "--help"], capture_output=True, text=True,
-                             timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+                             timeout=timeout, env={**child_env(), "COLUMNS": "200"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         caps.help_error = f"{' '.join(command)} --help failed: {exc.__class__.__name__}"
         return caps

@@ -19,6 +19,7 @@ from typing import cast
 
 import psutil
 
+from tuner.processes import secrets_withheld
 from tuner.sweep import _reaper
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
@@ -81,7 +82,8 @@ class LocalRunner(TrialRunner):
             job.options, server_env={**job.options.server_env, JOB_ENV: tag}))
         recv, send = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_child, args=(job, send), daemon=False)
-        proc.start()
+        with secrets_withheld():             # spawn copies the environment: not the study's
+            proc.start()                     # credentials (PGPASSWORD...)
         send.close()
         self._jobs[job.key] = (proc, recv, tag)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from tuner.errors import UserError
 from tuner.errors import clip
+from tuner.processes import secrets_withheld
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
@@ -169,9 +170,11 @@ class RayRunner(TrialRunner):
         try:
             self._reaper = _reaper.start(self.node_id)
             ncpu = os.cpu_count() or 1
-            self._ray.init(address="local", include_dashboard=False, log_to_driver=False,
-                           logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
-                           resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
+            with secrets_withheld():   # Ray's processes, and the workers they start,
+                self._ray.init(            # copy the environment: not the study's secrets
+                    address="local", include_dashboard=False, log_to_driver=False,
+                    logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
+                    resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
         finally:
             if before is None:
                 os.environ.pop(OWNER_ENV, None)
