@@ -200,6 +200,34 @@ class SweepStudy:
                 "sweep_options"]) != value:
             self.study.set_user_attr(CONTEXT_KEYS["sweep_options"], value)
 
+    def queued(self) -> bool:
+        """Whether a trial is queued (WAITING: the baseline, a retry, a launch a dead or
+        stopped driver left): :meth:`propose` takes it first."""
+        from optuna.trial import TrialState
+
+        return bool(self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+    def cancel_queued(self, why: str) -> list[int]:
+        """FAIL every trial still queued when the sweep ends (its budget spent), as
+        ``recovered`` and ``cancelled`` with ``why``: never measured, so neither counted nor
+        a failure of its configuration; its parameters are set, so it shows what it would
+        have launched. A sweep's end leaves no WAITING trial; running the sweep again with
+        more budget decides afresh what to launch (the baseline is queued again if it is
+        still unmeasured)."""
+        from optuna.trial import TrialState
+
+        numbers = []
+        with one_transaction(self.study._storage):
+            for _ in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+                trial = self.study.ask()        # the oldest queued one
+                suggest(self.space, trial)
+                for key, value in {"recovered": True, "reason": "cancelled",
+                                   "message": f"{why}; it never ran"}.items():
+                    trial.set_user_attr(key, value)
+                self.study.tell(trial, state=TrialState.FAIL)
+                numbers.append(trial.number)
+        return numbers
+
     def budget_spent(self, trials: int | None) -> bool:
         """Whether the study already holds ``trials`` launches and nothing is queued."""
         if trials is None or self.counted() < trials:
