@@ -230,4 +230,3 @@ def parse_mix(text: str) -> dict[str, float]:
     if problem is not None:
         raise UserError(f"--mix {text!r}: {problem}")
     return out
-

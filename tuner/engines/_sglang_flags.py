@@ -113,9 +113,9 @@ def _as_int(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class Bound:
-    """What a flag's value means, where SGLang's argparse checks only its type: the server
-    refuses or misreads a value outside it (written by hand from SGLang's code:
-    docs/sglang-facts.md)."""
+    """The values a flag's meaning allows, where SGLang's argparse checks only the type (a
+    memory fraction is a share of the GPU's memory, a draft tree has at least one branch
+    and one step): written by hand, not generated with the tables."""
 
     low: float
     high: float | None = None
