@@ -66,7 +66,7 @@ def _sweep() -> list[tuple[str, list[str]]]:
            "--early-stop": ["nan", "0.95", "-0.1"], "--sampler": ["bogus", ""],
            "--workload": ["bogus", "mix", ""],
            "--mix": ["code=abc", "bogus=1", "code=-1", "code=inf", "", "code=0",
-                     "code=0.5,code=0.5"],
+                     "code=0.5,code=0.5", "code=0.6,chat=0.6", "code=0.5"],
            "--engine": ["bogus", "", "sim:bogus"],
            "--storage": ["sqlite:////no/such/dir/s.db", "@FX/file/s.db", "@FX/dir",
                          "bogus://x", ""],
@@ -80,8 +80,13 @@ def _sweep() -> list[tuple[str, list[str]]]:
            "--api-key": ["a\nb"],
            "--config": ["/no/such.yaml", "@FX/dir", "@FX/night-trials0.yaml",
                         "@FX/night-unknown.yaml", "@FX/night-hours-inf.yaml", "@FX/list.yaml",
-                        "@FX/night-api-key.yaml"]}
+                        "@FX/night-api-key.yaml", "@FX/night-storage-5.yaml",
+                        "@FX/night-trials-true.yaml", "@FX/night-break-lock-yes.yaml",
+                        "@FX/night-regime-ints.yaml", "@FX/night-workload-7.yaml"],
+           "--regime": ["x:4:", "x:4:requests=8,", "x", "x:0"]}
     out = [(f"sweep {opt} {v!r}", [*SW, opt, v]) for opt, vals in bad.items() for v in vals]
+    out += [("sweep --mix code=0.6,chat=0.4 --workload gsm8k",      # once ran the mix
+             [*SW, "--mix", "code=0.6,chat=0.4", "--workload", "gsm8k"])]
     out += [(f"sweep --engine sglang --engine-command {v!r}",
              [*SW, "--engine", "sglang", "--engine-command", v]) for v in ("'unclosed", "")]
     out += [(f"sweep SPACE={v}", ["sweep", v, *SW[2:]]) for v in (
@@ -195,7 +200,12 @@ def fixtures(fx: Path) -> None:
                        "night-trials0.yaml": "trials: 0\n",
                        "night-unknown.yaml": "trails: 3\n",
                        "night-hours-inf.yaml": "hours: .inf\n",
-                       "night-api-key.yaml": "api-key: k\n"}.items():
+                       "night-api-key.yaml": "api-key: k\n",
+                       "night-storage-5.yaml": "storage: 5\n",     # once a journal "5"
+                       "night-trials-true.yaml": "trials: true\n",  # once 1 trial
+                       "night-break-lock-yes.yaml": 'break-lock: "yes"\n',
+                       "night-regime-ints.yaml": "regime: [1, 2]\n",
+                       "night-workload-7.yaml": "workload: 7\n"}.items():
         (fx / name).write_text(text)
     (fx / "binary.yaml").write_bytes(b"\x00\xff\xfe" * 50)
     (fx / "dir").mkdir()

@@ -99,6 +99,12 @@ MUST_REFUSE: list[tuple[str, str, str]] = [
            "workload.questions", "  questions: {}"),
     *_line("  temperature: 0.6", ["-1", ".nan", ".inf", "11"], "workload.temperature",
            "  temperature: {}"),
+    *_line("  top_k: 29", ["0", "-2", "1" + "0" * 30, "1048577", "1.5", "true"],
+           "workload.top_k", "  top_k: {}"),                  # issue 34 item 4, finding 7
+    *_line("    low: 0.55", ["-0.5", "0", "-1"], "knobs.mem_fraction.low", "    low: {}"),
+    *_line("    high: 0.70", ["1.5"], "knobs.mem_fraction.high", "    high: {}"),
+    *_line("    choices: [1, 2, 4]", ["0", "-1"], "knobs.spec_topk.choices",
+           "    choices: [{}, 1, 2, 4]"),
     *_line("  top_p: 0.95", ["0", "1.5", ".nan", "-.inf"], "workload.top_p", "  top_p: {}"),
     *_line("  concurrency: 1", ["0", "-4", "5000", "1.5"], "workload.concurrency",
            "  concurrency: {}"),

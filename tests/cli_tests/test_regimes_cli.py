@@ -135,3 +135,16 @@ def test_the_regime_option_replaces_the_spaces_regimes(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "r.json").read_text())
     assert [(g["name"], g["concurrency"], g["requests"]) for g in result["regimes"]] == [
         ("pair", 2, 2)]
+
+
+@pytest.mark.parametrize("value", ["four:4:", "four:4: ", "four:4:requests=8,",
+                                   "four:4:requests=8,,p95_tpot_ms=60"])
+def test_a_regime_with_an_empty_sla_part_is_refused(tmp_path: Path, value: str) -> None:
+    """Finding 7 (issue 34 item 4): ``--regime x:4:`` was taken as ``x:4``."""
+    r = run_tuner(tmp_path, "sweep", str(SPARK), "--engine", "sim", "--ray-address", "none",
+               "--gsm8k", str(GSM8K_DIR), "--trials", "1", "--questions", "2",
+               "--regime", value)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"--regime {value!r}: expected NAME:USERS" in r.stderr, r.stderr
+    assert "a part after USERS is empty" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "trials").exists()

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
+from tests.conftest import run_tuner
 from tuner.engines import inspect_engine
 from tuner.engines._capabilities import knob_support
 from tuner.engines._capabilities import parse_help
@@ -191,3 +194,47 @@ def test_dspark_support_is_read_from_the_engines_flags_and_the_draft_from_disk(
     (tmp_path / "draft" / "config.json").write_text("{}")
     assert draft_presence(str(tmp_path / "draft"))[0] == "supported"
     assert draft_presence("nobody/no-such-draft-here")[0] == "unknown"
+
+
+def _script_with_a_helper(folder: Path) -> Path:
+    """``server.py`` whose engine is a helper module beside it (``sim.py``, running the
+    built-in simulator, an SGLang-compatible server), as a user's entry point may be."""
+    folder.mkdir()
+    (folder / "sim.py").write_text(
+        '"""Runs the simulator."""\nimport os\nimport sys\n\n'
+        "from tuner_sim import fork\nfrom tuner_sim.server import main\n\n\n"
+        "def serve() -> None:\n"
+        '    os.environ.setdefault("TUNER_SIM_TIME_SCALE", "300")\n'
+        '    main(fork, ["serve", *sys.argv[1:]])\n')
+    script = folder / "server.py"
+    script.write_text("import sim\n\nsim.serve()\n")
+    return script
+
+
+def test_a_script_whose_engine_is_a_helper_module_beside_it_is_found(tmp_path: Path) -> None:
+    """Issue 34 item 4, finding 8: ``python3 server.py`` importing ``sim`` from its own
+    folder was refused before any launch (``engine not found: module sim is not
+    installed``): the probe looked the module up from the tool's working directory, not
+    from the script's folder, where Python looks first when it runs the script."""
+    script = _script_with_a_helper(tmp_path / "engine")
+    assert Path.cwd() != script.parent
+    caps = inspect_engine([sys.executable, str(script)])
+    assert caps.found, caps.reason
+    assert caps.source_root == script.parent            # the helper's folder
+    assert caps.knows_flag("--moe-runner-backend") is True   # its --help was read
+
+
+@pytest.mark.slow
+def test_a_trial_runs_through_a_script_whose_engine_is_a_helper_beside_it(tmp_path: Path
+                                                                           ) -> None:
+    """Finding 8 as a user meets it: ``tuner trial --engine sglang --engine-command
+    'python server.py'`` from another folder launches and measures."""
+    script = _script_with_a_helper(tmp_path / "engine")
+    (tmp_path / "cwd").mkdir()
+    r = run_tuner(tmp_path / "cwd", "trial", str(SPARK), "--engine", "sglang",
+                  "--engine-command", f"{sys.executable} {script}", "--gsm8k", str(GSM8K_DIR),
+                  "--questions", "2", "--startup-timeout", "120", "--out",
+                  str(tmp_path / "r.json"))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "engine not found" not in r.stdout + r.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "ok"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -102,3 +103,76 @@ def test_a_password_in_the_query_shows_nowhere_and_is_never_stored(tmp_path: Pat
     for f in tmp_path.rglob("*"):                  # logs, artifacts, the profile
         if f.is_file():
             assert PASSWORD.encode() not in f.read_bytes(), f
+
+
+#: An engine entry point that records, before it becomes the simulator (``exec``: the same
+#: process), the environment it was started with and its parent's, the trial process (a
+#: local runner's job, a Ray worker), read raw from /proc as anyone allowed to would.
+ENV_RECORDER = '''
+import os, sys
+out = os.path.join(sys.argv.pop(1), str(os.getpid()))
+os.makedirs(out)
+for name, pid in (("server", os.getpid()), ("trial", os.getppid())):
+    with open(f"/proc/{pid}/environ", "rb") as src, open(f"{out}/{name}", "wb") as dst:
+        dst.write(src.read())
+os.execv(sys.executable, [sys.executable, "-m", "tuner_sim.fork", *sys.argv[1:]])
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["local", "ray"])
+def test_pgpassword_reaches_no_trial_process_and_no_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: str) -> None:
+    """Issue 34 item 4, finding 2: with ``PGPASSWORD`` set (a storage URL without its
+    password, as libpq allows), the password was in the environment of every trial
+    process and every engine server. The driver still reads it: the study is on a
+    PostgreSQL server that asks for it."""
+    from tuner.engines import make_engine
+    from tuner.space import load_space
+    from tuner.study import locate
+    from tuner.sweep import Driver
+    from tuner.sweep import LocalRunner
+    from tuner.sweep import RayRunner
+    from tuner.sweep import SweepSettings
+    from tuner.trial import TrialOptions
+
+    recorder, seen = tmp_path / "record_env.py", tmp_path / "seen"
+    recorder.write_text(ENV_RECORDER)
+    seen.mkdir()
+    space = load_space(SPARK)
+    engine = make_engine("sim", command=[sys.executable, str(recorder), str(seen), "serve"],
+                         sim_env={"TUNER_SIM_TIME_SCALE": "300"})
+    opts = TrialOptions(workdir=tmp_path / "runs", workload=space.spec.workload.model_copy(
+        update={"questions": 2}), gsm8k=str(GSM8K_DIR), startup_timeout_s=120)
+    with postgres_server() as server:
+        url = f"postgresql://tuner@127.0.0.1:{server.port}/postgres"      # no password
+        monkeypatch.setenv("PGPASSWORD", PASSWORD)
+        monkeypatch.setenv("TUNER_API_KEY", "k-" + PASSWORD)
+        settings = SweepSettings(study_name=STUDY, location=locate(url, STUDY, str(
+            tmp_path / "art")), trials=2, seed=1, deadline_s=300)
+        Driver(space, engine, opts, settings, lambda: LocalRunner(slots=1) if runner ==
+               "local" else RayRunner(address=None, gpu=False, slots=1)).run()
+        assert os.environ["PGPASSWORD"] == PASSWORD           # the driver's, put back
+        study = optuna.load_study(study_name=STUDY, storage=driver_url(url))
+        assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "COMPLETE"]
+    launches = sorted(seen.iterdir())
+    assert len(launches) == 2                                  # both launches recorded
+    for launch in launches:
+        for name in ("server", "trial"):
+            env = (launch / name).read_bytes()
+            assert b"TUNER_SIM_TIME_SCALE=300" in env or name == "trial", (launch, name)
+            assert PASSWORD.encode() not in env, (launch, name)
+            assert b"PGPASSWORD=" not in env and b"TUNER_API_KEY=" not in env, (launch, name)
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("PGPASSWORD", True), ("PGPASSFILE", True), ("PGSSLKEY", True), ("MYSQL_PWD", True),
+    ("TUNER_API_KEY", True), ("PGHOST", False), ("PGSSLROOTCERT", False),
+    ("HF_TOKEN", False),                  # the engine's own: it downloads gated models
+    ("TOKENIZERS_PARALLELISM", False), ("TUNER_SIM_TIME_SCALE", False)])
+def test_the_secrets_a_child_process_is_not_given(name: str, secret: bool) -> None:
+    from tuner.processes import child_env
+    from tuner.processes import is_secret_env
+
+    assert is_secret_env(name) is secret
+    assert (name in child_env({name: "x", "PATH": "/bin"})) is not secret

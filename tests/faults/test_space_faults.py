@@ -101,3 +101,28 @@ def test_an_error_escapes_control_and_bidirectional_characters_of_a_key(
     with pytest.raises(UserError) as err:
         parse_space(path.read_text(), file="space.yaml")
     assert str(err.value).isprintable()
+
+
+@pytest.mark.parametrize(("old", "new", "located"), [
+    ("  top_k: 29", "  top_k: 1" + "0" * 30, "workload.top_k: input should be less than"),
+    ("  top_k: 29", "  top_k: 0", "workload.top_k: value error, top_k 0 samples nothing"),
+    ("    low: 0.55", "    low: -0.5",
+     "knobs.mem_fraction.low: --mem-fraction-static -0.5 is out of range: a share of the "
+     "GPU's memory, in (0, 1]"),
+    ("    choices: [1, 2, 4]", "    choices: [0, 1, 2, 4]",
+     "knobs.spec_topk.choices[0]: --speculative-eagle-topk 0 is out of range"),
+])
+def test_an_absurd_top_k_a_negative_memory_fraction_and_a_top_k_choice_of_0_are_refused(
+        tmp_path: Path, old: str, new: str, located: str) -> None:
+    """Issue 34 item 4, finding 7: these space values were accepted (a top-k of 10**30 sent
+    to the server, a memory fraction below 0, a draft tree of 0 branches)."""
+    text = SPARK.read_text()
+    assert old in text
+    space = tmp_path / "space.yaml"
+    space.write_text(text.replace(old, new, 1))
+    proc = subprocess.run(tuner_argv("space", "validate", str(space)), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith(old))
+    assert f"{space}:{line}: {located}" in proc.stderr, proc.stderr

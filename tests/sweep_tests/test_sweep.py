@@ -269,3 +269,35 @@ def test_faulty_space_keeps_going_with_reasons_and_a_clean_front(tmp_path: Path)
         assert not t.user_attrs.get("gate")
     assert_only_measurements_complete(study)
     assert all(t not in study.best_trials for t in gated)
+
+
+@pytest.mark.parametrize("runner", [["--ray-address", "none"], []], ids=["local", "ray"])
+def test_ctrl_c_to_a_driver_that_ignores_it_never_records_a_healthy_configuration_crashed(
+        tmp_path: Path, runner: list[str]) -> None:
+    """Issue 34 item 4, finding 1: a driver started with SIGINT ignored (a script's
+    background job inherits SIG_IGN) went on after a Ctrl-C to its process group, but
+    the trial's server died of it, and the healthy baseline was recorded ``crashed``. A
+    driver that ignores Ctrl-C runs its trials and servers ignoring it too."""
+    # time scale 20 (the last one given): about 1 s a request, so the signal lands mid-trial
+    argv = sweep_argv(tmp_path, *runner, "--time-scale", "20", trials=1)
+    log = (tmp_path / "first.log").open("w")
+    keep = signal.signal(signal.SIGINT, signal.SIG_IGN)   # as `tuner sweep ... &` in a script
+    try:
+        driver = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, keep)
+    # the baseline's server decodes its first warm-up request: 7 more are still to come
+    deadline = time.time() + 300
+    while not any("Decode batch" in f.read_text(errors="replace")
+                  for f in (tmp_path / "runs").rglob("*.log")):
+        assert driver.poll() is None and time.time() < deadline, (
+            (tmp_path / "first.log").read_text()[-3000:])
+        time.sleep(0.1)
+    os.killpg(driver.pid, signal.SIGINT)      # a terminal's Ctrl-C reaches the whole group
+    driver.wait(timeout=600)
+    text = (tmp_path / "first.log").read_text()
+    assert driver.returncode == 0, text[-3000:]
+    trials = load(tmp_path).get_trials()
+    assert [(t.state.name, t.user_attrs.get("reason")) for t in trials] == [
+        ("COMPLETE", None)], text[-3000:]

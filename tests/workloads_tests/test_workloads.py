@@ -121,3 +121,15 @@ def test_a_jsonl_line_may_name_its_class(tmp_path: Path) -> None:
     f.write_text(json.dumps({"prompt": "x", "class": 7}) + "\n")
     with pytest.raises(UserError, match="'class' must be a short label"):
         make_workload(Settings(kind="jsonl", path=str(f))).prepare()
+
+
+def test_a_jsonl_class_name_with_a_newline_is_refused_on_its_line(tmp_path: Path) -> None:
+    """Finding 7 (issue 34 item 4): a class name held a newline, printed raw in every
+    table that lists classes; ``workload.content`` likewise."""
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"prompt": "hello", "class": "chat"}) + "\n"
+                 + json.dumps({"prompt": "x", "class": "co\nde"}) + "\n")
+    with pytest.raises(UserError, match=r"p\.jsonl:2: 'class' must be a short label"):
+        make_workload(Settings(kind="jsonl", path=str(f))).prepare()
+    with pytest.raises(ValueError, match="one printed word"):
+        Settings(kind="jsonl", path=str(f), content="co\nde")

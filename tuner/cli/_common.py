@@ -145,6 +145,9 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
 
     if kind is not None and kind not in KINDS:
         raise UserError(f"--workload {kind!r}: expected one of {', '.join(KINDS)}")
+    if mix is not None and kind not in (None, "mix"):      # once the mix ran, in silence
+        raise UserError(f"--mix {mix} and --workload {kind} conflict: --mix tunes for a mix "
+                        "of classes, --workload for one; give one of them")
     changes = {k: v for k, v in updates.items() if v is not None}
     if kind is not None:
         changes["kind"] = kind
@@ -177,13 +180,16 @@ def parse_regime(text: str) -> dict[str, Any]:
     """``sixteen:16:p95_tpot_ms=120,requests=64`` -> a regime's fields (checked by the
     workload's schema afterwards)."""
     name, _, rest = text.partition(":")
-    users, _, extra = rest.partition(":")
+    users, colon, extra = rest.partition(":")
     usage = (f"--regime {text!r}: expected NAME:USERS[:KEY=VALUE,...] with keys "
              f"{', '.join(REGIME_KEYS)} (e.g. sixteen:16:p95_tpot_ms=120)")
+    items = [x.strip() for x in extra.split(",")] if colon else []
+    if "" in items:              # ``x:4:`` or ``x:4:a=1,,b=2``: a part left empty
+        raise UserError(f"{usage}; a part after USERS is empty")
     try:
         out: dict[str, Any] = {"name": name.strip(), "concurrency": int(users)}
         sla: dict[str, float] = {}
-        for item in filter(None, (x.strip() for x in extra.split(","))):
+        for item in items:
             key, sep, raw = item.partition("=")
             if not sep or key.strip() not in REGIME_KEYS:
                 raise UserError(usage)
@@ -218,4 +224,9 @@ def parse_mix(text: str) -> dict[str, float]:
         out[name] = share
     if sum(out.values()) <= 0:
         raise UserError(f"--mix {text!r}: the shares add up to 0")
+    from tuner.space import shares_problem
+
+    problem = shares_problem(out)
+    if problem is not None:
+        raise UserError(f"--mix {text!r}: {problem}")
     return out

@@ -97,6 +97,11 @@ def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
                             "--gsm8k online), or --final-questions 0 to run without one "
                             "(accuracy not checked)")
         check_gsm8k(ctx, o["gsm8k"])
+    if wl.kind == "jsonl":               # the user's prompts read now: a bad line is one
+        from tuner.workloads import Context  # located error, not a failure per trial
+        from tuner.workloads import make_workload
+
+        make_workload(wl, Context()).prepare()
     if final is None:
         from tuner.sweep import beside_final_size
         from tuner.sweep import default_final_size
@@ -121,6 +126,17 @@ def not_checked_note(wl: Any) -> str:
             "that costs accuracy can be exported")
 
 
+def final_questions_note(wl: Any, final_questions: int | None) -> str | None:
+    """What to say at the start when ``--final-questions N`` is given for a workload that is
+    not GSM8K: the N GSM8K questions are answered beside it (the default's own sentence is
+    :func:`tuner.sweep.beside_final_size`'s). None when it is GSM8K's own, or 0."""
+    if not final_questions or wl.kind == "gsm8k":
+        return None
+    return (f"final accuracy sample: the baseline and each finalist also answer "
+            f"{final_questions} GSM8K questions after the {wl.describe_content()} workload, "
+            "once each (in no speed figure)")
+
+
 def run_sweep(ctx: typer.Context) -> None:
     """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
     import sys
@@ -134,7 +150,6 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
-    from tuner.trial import queue_notes
     from tuner.trial import workload_vocab
 
     o = dict(ctx.params)
@@ -168,19 +183,33 @@ def run_sweep(ctx: typer.Context) -> None:
     ray_address = o["ray_address"]
     check_ray_address(ray_address)
     runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
-    if final_note:
-        console().print(final_note, highlight=False)
-    if wl.regimes:
-        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
-        for line in queue_notes(wl.regimes, base_plan.max_running):
-            console().print(f"[yellow]note[/]: {line}", highlight=False)
-    if space.for_workload(wl) is not space:
-        console().print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
-                        f"{wl.peak_users} users at once, so how many requests fit decides "
-                        "throughput and queueing", highlight=False)
+    _start_notes(console(), space, choice, wl, [final_note, final_questions_note(
+        wl, o["final_questions"])])
     _run(console(), choice, space, name, location, Driver(
         space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
         o["artifacts"])
+
+
+def _start_notes(out: Any, space: Any, choice: Any, wl: Any,
+                 final: list[str | None]) -> None:
+    """What the sweep says before its header: the final sample (``final``: the default's
+    statement or "accuracy not checked", and the statement of a given ``--final-questions``
+    beside a workload), the load regimes' queueing, and a capacity searched for several
+    users."""
+    from tuner.trial import queue_notes
+
+    if final[0]:
+        out.print(final[0], highlight=False)
+    if final[1]:
+        out.print(final[1], highlight=False)
+    if wl.regimes:
+        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
+        for line in queue_notes(wl.regimes, base_plan.max_running):
+            out.print(f"[yellow]note[/]: {line}", highlight=False)
+    if space.for_workload(wl) is not space:
+        out.print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
+                  f"{wl.peak_users} users at once, so how many requests fit decides "
+                  "throughput and queueing", highlight=False)
 
 
 def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool) -> Any:

@@ -16,6 +16,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
+from tuner.processes import child_env
 from tuner.space import SearchSpace
 from tuner.space import value_key
 
@@ -30,18 +31,22 @@ _IMPORT_RE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s|import\s+([\w.]+))",
 #: exactly one; otherwise its engine is "unknown", never read as another package (a script
 #: that imports http.server first is not the engine).
 ENGINE_PACKAGES = ("sglang", "tuner_sim")
-#: Run by the engine's own interpreter: prints the package folder, then the version of the
-#: distribution named like the top-level package (empty when there is none, e.g. the
-#: simulator, whose version is in its ``version.py``). Metadata, not ``version.py``:
-#: real SGLang wheels carry a ``version.py`` that reads ``0.0.0.dev0``.
+#: Run by the engine's own interpreter: prints the package folder (a plain module's: the
+#: folder it is in), then the version of the distribution named like the top-level package
+#: (empty when there is none, e.g. the simulator, whose version is in its ``version.py``).
+#: Metadata, not ``version.py``: real SGLang wheels carry a ``version.py`` that reads
+#: ``0.0.0.dev0``. A second argument is the folder Python puts first on ``sys.path`` when it
+#: runs the entry point (a script's own folder), in place of ``-c``'s working directory.
 _FIND_ROOT = (
-    "import importlib.util, importlib.metadata as md, sys\n"
+    "import importlib.util, importlib.metadata as md, os, sys\n"
     "name = sys.argv[1]\n"
+    "if len(sys.argv) > 2: sys.path[0] = sys.argv[2]\n"
     "spec = importlib.util.find_spec(name)\n"
     "if spec is None: sys.exit(3)\n"
     "if not spec.submodule_search_locations:\n"
     "    spec = importlib.util.find_spec(name.split('.')[0])\n"
-    "print(list(spec.submodule_search_locations)[0])\n"
+    "locations = spec.submodule_search_locations\n"
+    "print(list(locations)[0] if locations else os.path.dirname(spec.origin or ''))\n"
     "try: print(md.version(name.split('.')[0]))\n"
     "except Exception: print('')\n"
 )
@@ -131,24 +136,27 @@ class _Located:
     module: str | None = None
 
 
-def _entry_module(command: list[str], exe: str) -> tuple[str | None, str | None]:
-    """(interpreter, top-level module) of an entry command, without running it.
+def _entry_module(command: list[str], exe: str
+                  ) -> tuple[str | None, str | None, str | None]:
+    """(interpreter, top-level module, the folder Python puts first on ``sys.path``) of an
+    entry command, without running it.
 
     ``python -m pkg ...`` and ``python script.py ...`` run through that interpreter (a
     script's package is its first ``from X import``); a console script through the
-    interpreter of its ``#!`` line.
+    interpreter of its ``#!`` line. A script's imports resolve from its own folder first
+    (a helper module beside it is found), ``-m``'s from the working directory (None).
     """
     if Path(command[0]).name.startswith("python") and len(command) > 1:
         if command[1] == "-m" and len(command) > 2:
-            return exe, command[2]
+            return exe, command[2], None
         script = Path(command[1])
         if script.suffix == ".py":
-            return exe, _imported_package(script)
-        return exe, None
+            return exe, _imported_package(script), str(script.resolve().parent)
+        return exe, None, None
     python = _python_of(Path(exe))
     if python is None:
-        return None, None
-    return python, _imported_package(Path(exe))
+        return None, None, None
+    return python, _imported_package(Path(exe)), str(Path(exe).resolve().parent)
 
 
 def _imported_package(script: Path) -> str | None:
@@ -174,12 +182,12 @@ def _locate(command: list[str]) -> _Located:
     exe = shutil.which(command[0])
     if exe is None:
         return _Located(reason=f"{command[0]}: command not found")
-    python, module = _entry_module(command, exe)
+    python, module, first = _entry_module(command, exe)
     if python is None or module is None:
         return _Located(python=python)
     try:
-        out = subprocess.run([python, "-c", _FIND_ROOT, module], capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run([python, "-c", _FIND_ROOT, module, *([first] if first else [])],
+                             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return _Located(python=python)
     if out.returncode == 3:
@@ -219,7 +227,7 @@ def inspect_engine(command: list[str], *, timeout: float = 180.0) -> Capabilitie
                         version=where.version)
     try:
         out = subprocess.run([*command, "--help"], capture_output=True, text=True,
-                             timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+                             timeout=timeout, env={**child_env(), "COLUMNS": "200"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         caps.help_error = f"{' '.join(command)} --help failed: {exc.__class__.__name__}"
         return caps

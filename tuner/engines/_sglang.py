@@ -55,6 +55,14 @@ def render_value(value: Any, space: SearchSpace) -> str:
     return space.substitute(str(value))
 
 
+def _range_ends(knob: Any) -> list[tuple[str, int | float]]:
+    """An int or float knob's ``low`` and ``high`` as its flag receives them."""
+    if knob.type not in ("int", "float"):
+        return []
+    return [(end, int(v) if knob.type == "int" else float(v)) for end in ("low", "high")
+            if (v := getattr(knob, end)) is not None]
+
+
 class SGLangEngine(Engine):
     """SGLang (stock 0.5.23, the Ling fork, or anything that takes the same flags).
 
@@ -125,6 +133,8 @@ class SGLangEngine(Engine):
                 if f is not None and f.type == "int" and k.type == "float":
                     raise space.error(("knobs", name, "type"), f"{k.flag} takes an integer; "
                                       "a float knob cannot set it (use an int knob)")
+                for end, value in _range_ends(k):    # where they are written
+                    check(("knobs", name, end), k.flag, value)
                 for i, c in enumerate(space.domain(name) or []):
                     if k.type == "bool":
                         if f is not None and not f.store_true:

@@ -111,11 +111,44 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The values a flag's meaning allows, where SGLang's argparse checks only the type (a
+    memory fraction is a share of the GPU's memory, a draft tree has at least one branch
+    and one step): written by hand, not generated with the tables."""
+
+    low: float
+    high: float | None = None
+    #: ``low`` itself is outside (a memory fraction of 0 holds nothing)
+    low_open: bool = False
+    meaning: str = ""
+
+    def problem(self, flag: str, x: float) -> str | None:
+        above = x > self.low if self.low_open else x >= self.low
+        if above and (self.high is None or x <= self.high):
+            return None
+        shown = f"{x:g}" if isinstance(x, float) else str(x)
+        return f"{flag} {shown} is out of range: {self.meaning}"
+
+
+#: Bounds of flags a search space commonly sets (:class:`Bound`).
+BOUNDS: dict[str, Bound] = {
+    "--mem-fraction-static": Bound(0.0, 1.0, low_open=True, meaning="a share of the "
+                                   "GPU's memory, in (0, 1]"),
+    "--speculative-eagle-topk": Bound(1, meaning="the draft tree's branches per step, at "
+                                      "least 1"),
+    "--speculative-num-steps": Bound(1, meaning="draft steps per round, at least 1"),
+    "--speculative-num-draft-tokens": Bound(1, meaning="tokens verified per round, at "
+                                            "least 1"),
+}
+
+
 def value_problem(flag: Flag, value: Any) -> str | None:
     """Why SGLang's parser would refuse ``value`` (a list: each item) for ``flag``, or a
     value it takes would break the server: a choice it lacks, a non-integer or an integer
     beyond :data:`INT_RANGE` for an ``int`` flag, a non-number or a non-finite number
-    (inf, nan) for a ``float`` one. None when the value is fine."""
+    (inf, nan) for a ``float`` one, a number outside the flag's meaning (:data:`BOUNDS`).
+    None when the value is fine."""
     for v in value if isinstance(value, list) else [value]:
         if flag.choices is not None:
             s = str(v).upper() if flag.case_insensitive else str(v)
@@ -137,6 +170,12 @@ def value_problem(flag: Flag, value: Any) -> str | None:
             if isinstance(v, bool) or not math.isfinite(x):
                 return (f"{flag.name} takes a finite number (SGLang parses it with float), "
                         f"not {v!r}")
+        bound = BOUNDS.get(flag.name)
+        if bound is not None and flag.type in ("int", "float"):
+            number = _as_int(v) if flag.type == "int" else float(v)
+            problem = bound.problem(flag.name, number) if number is not None else None
+            if problem is not None:
+                return problem
     return None
 
 

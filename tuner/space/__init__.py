@@ -10,10 +10,12 @@ from tuner.space._schema import Regime
 from tuner.space._schema import Sla
 from tuner.space._schema import SpaceFile
 from tuner.space._schema import Workload
+from tuner.space._schema import shares_problem
 from tuner.space._space import SearchSpace
 from tuner.space._space import condition_matches
 from tuner.space._yaml import read_yaml_file
 
 
 __all__ = ["Config", "Evidence", "Gate", "Regime", "SearchSpace", "Sla", "SpaceFile", "Workload",
-           "condition_matches", "load_space", "parse_space", "read_yaml_file", "value_key"]
+           "condition_matches", "load_space", "parse_space", "read_yaml_file", "shares_problem",
+           "value_key"]

@@ -18,6 +18,7 @@ from tuner.errors import SpaceError
 from tuner.space._config import value_key
 from tuner.space._schema import Knob
 from tuner.space._schema import SpaceFile
+from tuner.space._schema import shares_problem
 from tuner.space._space import SearchSpace
 from tuner.space._yaml import KeyPath
 from tuner.space._yaml import format_path
@@ -93,6 +94,9 @@ class _Checker:
         for var in s.fixed_env:
             if not _ENV.match(var):
                 self.fail(("fixed_env", var), "expected an environment variable name")
+        problem = shares_problem(s.workload.mix) if s.workload.mix else None
+        if problem is not None:
+            self.fail(("workload", "mix"), problem)
         return order
 
     # -- knobs -----------------------------------------------------------------------------

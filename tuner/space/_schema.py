@@ -198,6 +198,20 @@ class Regime(_Strict):
 CONTENT_CLASSES = ("math", "code", "chat")
 
 
+def shares_problem(mix: dict[Any, float]) -> str | None:
+    """Why a mix's shares are not what its objective weights by, or None: they must add up
+    to 1 (once renormalised in silence, so ``code=0.6,chat=0.6`` ran as half and half).
+    Checked where a mix is written (a space file, ``--mix``), not when a recorded one is
+    read back."""
+    import math
+
+    total = sum(mix.values())
+    if math.isclose(total, 1.0, rel_tol=0.0, abs_tol=1e-9):
+        return None
+    return (f"the shares add up to {total:g}, not 1 (each is its class's share of the "
+            "requests and of the objective)")
+
+
 class Workload(_Strict):
     """The deployment-shaped workload trials are measured on."""
 
@@ -214,7 +228,9 @@ class Workload(_Strict):
     max_tokens: int = Field(default=2048, ge=1, le=1_048_576)
     temperature: float = Field(default=0.6, ge=0.0, le=10.0)
     top_p: float = Field(default=0.95, gt=0.0, le=1.0)
-    top_k: int = Field(default=29, ge=-1)
+    #: sent with every request: -1 (every token) or 1 up to a vocabulary's size (SGLang
+    #: refuses 0; a larger integer than its tensors hold once reached the server)
+    top_k: int = Field(default=29, ge=-1, le=1_048_576)
     seed: int = 0
     warmup_requests: int = Field(default=2, ge=0, le=10_000)
     concurrency: int = Field(default=1, ge=1, le=4096)
@@ -241,6 +257,21 @@ class Workload(_Strict):
         elif self.mix is not None:
             raise ValueError(f"'mix' is for the 'mix' kind, not {self.kind!r}")
         return self
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k_not_zero(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("top_k 0 samples nothing: -1 for every token, or at least 1")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _printable_content(cls, value: str | None) -> str | None:
+        if value is not None and not value.isprintable():
+            raise ValueError("a class name is one printed word (no newline or control "
+                             "character), like code or chat")
+        return value
 
     @model_validator(mode="after")
     def _regime_names_differ(self) -> Workload:

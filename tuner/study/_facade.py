@@ -22,12 +22,13 @@ from tuner.study._answer import answer_of
 from tuner.study._bridge import suggest
 from tuner.study._front import feasible_best
 from tuner.study._lock import DriverLock
-from tuner.study._record import CONSTRAINT_KEYS
+from tuner.study._queue import cancel_queued
+from tuner.study._queue import copy_result
+from tuner.study._queue import has_queued
 from tuner.study._record import ROLE
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import trial_at
-from tuner.study._record import write_legacy_constraints
 from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
@@ -199,6 +200,15 @@ class SweepStudy:
         if value is not None and self.study.user_attrs.get(CONTEXT_KEYS[
                 "sweep_options"]) != value:
             self.study.set_user_attr(CONTEXT_KEYS["sweep_options"], value)
+
+    def queued(self) -> bool:
+        """Whether a trial is queued (WAITING): :meth:`propose` takes it first."""
+        return has_queued(self.study)
+
+    def cancel_queued(self, why: str) -> list[int]:
+        """The sweep ends: FAIL what is still queued (:func:`tuner.study._queue.
+        cancel_queued`), so no trial is left WAITING; their numbers."""
+        return cancel_queued(self.study, self.space, why)
 
     def budget_spent(self, trials: int | None) -> bool:
         """Whether the study already holds ``trials`` launches and nothing is queued."""
@@ -378,21 +388,4 @@ class SweepStudy:
         self.study.enqueue_trial(trial.params, user_attrs=attrs)
 
     def _copy(self, trial: Any, earlier_number: int) -> None:
-        """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""
-        from optuna.trial import TrialState
-
-        earlier = trial_at(self.study, earlier_number)
-        trial.set_user_attr(ROLE, Role.DUPLICATE.value)
-        trial.set_user_attr("duplicate_of", earlier.number)
-        for k, v in earlier.user_attrs.items():
-            if k not in (ROLE, "retry_of", "proposed_by", "flaky_retry_of"):
-                trial.set_user_attr(k, v)
-        if earlier.state == TrialState.COMPLETE:
-            values = [float(earlier.constraints.get(k, 0.0)) for k in CONSTRAINT_KEYS]
-            for k, v in zip(CONSTRAINT_KEYS, values, strict=True):
-                trial.set_constraint(k, v)
-            write_legacy_constraints(self.study, trial._trial_id, values)
-            self.study.tell(trial, list(earlier.values))
-        else:       # a failure stays one; a trial stopped early too
-            self.study.tell(trial, state=TrialState.PRUNED if earlier.state == TrialState.PRUNED
-                            else TrialState.FAIL)
+        copy_result(self.study, trial, earlier_number)

@@ -103,8 +103,8 @@ class Driver:
         why = (f": its last launch (#{runs[-1].number}) failed: {runs[-1].reason}: "
                f"{clip(runs[-1].message, 300)}" if runs else "")
         raise FatalSweepError(
-            f"the budget ended before the baseline was measured{why}. Its retry is queued: "
-            "fix what failed, then run again (with more --trials)")
+            f"the budget ended before the baseline was measured{why}. Fix what failed, then "
+            "run again (with more --trials): the baseline is launched first")
 
     # -- the loop ---------------------------------------------------------------------------
     def _claim(self) -> bool:
@@ -207,14 +207,28 @@ class Driver:
                 if baseline is None:
                     break
             if not runner.inflight and not self.pending:
-                if baseline is None:
-                    self._check_baseline_alive()
-                    self._baseline_unmeasured()
+                try:
+                    if baseline is None:
+                        self._check_baseline_alive()
+                        self._baseline_unmeasured()
+                finally:
+                    self._end_queue()       # judged first: a queued retry is no failure
                 return
             for outcome in runner.poll(timeout=0.5):
                 self._record(outcome)
             self._enforce_deadlines(runner)
             self.progress.running = len(runner.inflight)
+            self.on_progress(self.progress)
+
+    def _end_queue(self) -> None:
+        """The sweep ends: what is still queued (a retry the budget left no room for) is
+        cancelled with a reason, never left WAITING."""
+        why = ("the sweep stopped (the sampler repeats measured configurations)"
+               if self.exhausted else "the sweep's budget was spent before it ran")
+        numbers = self.sweep.cancel_queued(why)
+        if numbers:
+            self.progress.last = (f"queued, never run, cancelled ({why}): "
+                                  + ", ".join(f"#{n}" for n in numbers))
             self.on_progress(self.progress)
 
     def _canonical(self, values: dict[str, Any]) -> tuple[Any, str | None]:

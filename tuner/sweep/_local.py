@@ -19,6 +19,7 @@ from typing import cast
 
 import psutil
 
+from tuner.processes import secrets_withheld
 from tuner.sweep import _reaper
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
@@ -34,8 +35,12 @@ def _child(job: TrialJob, conn: Connection) -> None:
 
     # Ctrl-C reaches the whole process group: the driver stops this job itself, so the
     # child must not die with a stray "Process SpawnProcess-2:" traceback. A handler, not
-    # SIG_IGN: exec resets it, so the servers this job starts keep the default.
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    # SIG_IGN: exec resets it, so the servers this job starts keep the default. Unless the
+    # driver itself ignores Ctrl-C (started so: a script's background job), whose SIG_IGN
+    # this process inherited: then the job and its servers ignore it too (it survives
+    # exec), for the driver goes on and would record the server's death as a crash.
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         conn.send(("result", execute(job)))
     except Exception as exc:  # a bug in the trial code: reported, never silent
@@ -81,7 +86,8 @@ class LocalRunner(TrialRunner):
             job.options, server_env={**job.options.server_env, JOB_ENV: tag}))
         recv, send = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_child, args=(job, send), daemon=False)
-        proc.start()
+        with secrets_withheld():             # spawn copies the environment: not the study's
+            proc.start()                     # credentials (PGPASSWORD...)
         send.close()
         self._jobs[job.key] = (proc, recv, tag)
 

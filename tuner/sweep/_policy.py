@@ -65,7 +65,9 @@ class SearchPolicy:
         if baseline is not None and self.finals.due(
                 trials=self.s.trials, launched=launched, elapsed_s=elapsed,
                 rows=sweep.trials()):
-            again = self._regime_confirmation(sweep)
+            if sweep.queued():        # a finals launch queued again (its trial process
+                return sweep.propose(self.canonical)     # died) goes first: a new one on
+            again = self._regime_confirmation(sweep)     # top of it would stay WAITING
             if again is not None:
                 return again
             finalist = self.finals.choose(sweep.trials(), elapsed_s=elapsed)

@@ -16,6 +16,8 @@ import uuid
 from typing import Any
 
 from tuner.errors import UserError
+from tuner.errors import clip
+from tuner.processes import secrets_withheld
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner
@@ -27,10 +29,16 @@ SIM_RESOURCE = "tuner_sim_slot"
 
 
 def check_address(address: str, timeout_s: float = 5.0) -> None:
-    """Refuse an address whose head does not accept connections: ``ray.init`` would retry
-    for minutes with no word to the person waiting."""
+    """Refuse an address where no Ray head answers, in a few seconds and one line:
+    ``ray.init`` would retry for half a minute or more, printing a warning a second, with
+    no word to the person waiting. A ``host:port`` must be a GCS that answers the first
+    question ``ray.init`` asks it (its cluster id): a port that refuses, a server that is
+    not gRPC, a proxy or firewall that answers every connection with HTTP 404 (what an
+    unreachable address meets on a network with a transparent proxy), or a gRPC server
+    that is not Ray's, are refused. A ``ray://`` (Ray Client) address must answer HTTP/2."""
     import socket
 
+    client = address.startswith("ray://")
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
         number = int(port)
@@ -44,10 +52,39 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
         raise UserError(f"--ray-address {address}: no Ray head answers there "
                         f"({exc.strerror or exc.__class__.__name__}); start one with "
                         "`ray start --head` or pass --ray-address auto") from None
-    if not speaks_grpc:        # ray.init would wait for minutes, printing warnings
+    why = None if speaks_grpc else "no gRPC"
+    if speaks_grpc and not client:
+        why = _not_a_gcs(f"{host or '127.0.0.1'}:{number}", timeout_s)
+    if why is not None:        # ray.init would wait, printing warnings
         raise UserError(f"--ray-address {address}: something answers there, but not a Ray "
-                        "head (no gRPC: Ray's GCS port is 6379 by default, `ray status` "
+                        f"head ({why}); Ray's GCS port is 6379 by default (`ray status` "
                         "prints it)")
+
+
+#: What ``ray.init`` first asks the GCS (``gcs_service.proto``); an empty request is a valid
+#: ``GetClusterIdRequest``.
+_CLUSTER_ID = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+
+
+def _not_a_gcs(target: str, timeout_s: float) -> str | None:
+    """None when the gRPC server at ``target`` answers Ray's cluster-id call (or asks for
+    the cluster's token: a head with token auth), else what it answered instead, short."""
+    import grpc
+
+    channel = grpc.insecure_channel(target)
+    try:
+        channel.unary_unary(_CLUSTER_ID)(b"", timeout=timeout_s)
+    except grpc.RpcError as exc:
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return None
+        details = exc.details() if callable(getattr(exc, "details", None)) else ""
+        said = " ".join(filter(None, [code.name.lower() if code is not None else None,
+                                      (details or "").splitlines()[0] if details else None]))
+        return clip(f"Ray's first call was answered: {said or 'nothing'}", 120)
+    finally:
+        channel.close()
+    return None
 
 
 #: An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113 3.4, 6.5).
@@ -133,9 +170,11 @@ class RayRunner(TrialRunner):
         try:
             self._reaper = _reaper.start(self.node_id)
             ncpu = os.cpu_count() or 1
-            self._ray.init(address="local", include_dashboard=False, log_to_driver=False,
-                           logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
-                           resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
+            with secrets_withheld():   # Ray's processes, and the workers they start,
+                self._ray.init(            # copy the environment: not the study's secrets
+                    address="local", include_dashboard=False, log_to_driver=False,
+                    logging_level=logging.ERROR, num_cpus=max(ncpu, 2),
+                    resources={SIM_RESOURCE: float(slots or max(1, ncpu // 2))})
         finally:
             if before is None:
                 os.environ.pop(OWNER_ENV, None)

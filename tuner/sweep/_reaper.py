@@ -21,6 +21,7 @@ import time
 
 import psutil
 
+from tuner.processes import child_env
 from tuner.processes import process_alive
 
 
@@ -124,7 +125,7 @@ def start(node_id: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tuner.sweep._reaper", str(me.pid), repr(me.create_time()),
          node_id], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=subprocess.DEVNULL, start_new_session=True, env=child_env())
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import psutil
 
 from tuner.engines import LaunchPlan
 from tuner.engines import ServerProtocol
+from tuner.processes import child_env
 
 
 class TrialStopped(Exception):
@@ -95,7 +96,7 @@ class ServerProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.plan.env, **self.extra_env}
+        env = {**child_env(), **self.plan.env, **self.extra_env}   # no study secret
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen([*self.plan.argv, *self.secret_argv], env=env,
                                          stdout=log,

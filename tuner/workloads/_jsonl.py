@@ -45,8 +45,10 @@ class JsonlPrompts(Workload):
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise UserError(f"{path}:{i}: max_tokens must be a positive integer")
             label = rec.get("class", self.settings.content or "other")
-            if not isinstance(label, str) or not label.strip() or len(label) > 40:
-                raise UserError(f"{path}:{i}: 'class' must be a short label like code or chat")
+            if (not isinstance(label, str) or not label.strip() or len(label) > 40
+                    or not label.isprintable()):     # a newline would break every table
+                raise UserError(f"{path}:{i}: 'class' must be a short label like code or chat "
+                                "(printable, at most 40 characters)")
             out.append(Prompt(str(rec.get("id", f"line-{i}")), Sampling(max_new_tokens=n),
                               text=rec["prompt"], content=label.strip()))
         if not out:
