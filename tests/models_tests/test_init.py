@@ -194,6 +194,9 @@ def test_the_memory_plan_matches_published_sizes() -> None:
 
 @pytest.mark.parametrize(("edit", "located"), [
     ({"architectures": ["LlamaForCausalLM"]}, "architectures: 'LlamaForCausalLM' is not"),
+    ({"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp",
+      "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}},
+     "architectures: 'Qwen4ExpForConditionalGeneration' is not"),   # Qwen3.8-Flash-Next
     ({"architectures": None}, "architectures: missing"),
     ({"hidden_size": None}, "hidden_size: missing"),
     ({"num_experts": "many"}, "num_experts: expected an integer"),
