@@ -6,6 +6,7 @@ it refuses in one located line, writing nothing."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,27 @@ def test_a_short_sweep_runs_on_the_generated_ling_space(tmp_path: Path) -> None:
         timeout=600, cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
     assert "6 configurations" in sweep.stdout and "the pick #" in sweep.stdout
+
+
+@pytest.mark.parametrize(("name", "tensors", "layers"), [
+    ("qwen3-30b-a3b", ["model.layers.0.mlp.gate.weight", "mtp.layers.0.mlp.gate.weight"], 1),
+    ("qwen3-next-80b-a3b-instruct", ["model.layers.0.mlp.gate.weight"], 0),
+])
+def test_the_checkpoints_tensor_index_says_whether_it_has_mtp_layers(
+        tmp_path: Path, name: str, tensors: list[str], layers: int) -> None:
+    """A checkpoint folder whose config has no MTP key: its safetensors index decides
+    (a Qwen3-MoE export with an MTP head gets NEXTN; a Qwen3-Next export without one does
+    not, whatever the release usually carries)."""
+    import json
+
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(FIXTURES / name / "config.json", folder / "config.json")
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {t: "model-1.safetensors" for t in tensors}}))
+    shape = read_model(folder)
+    assert shape.nextn_layers == layers and "model.safetensors.index.json" in shape.nextn_source
+    text = write_space(shape, machine("h200"), table_capabilities("0.5.23"), drafts=[],
+                       gpus=2)
+    space = parse_space(text)
+    assert ("speculative" in space.spec.knobs) is bool(layers)
