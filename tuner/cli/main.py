@@ -14,6 +14,7 @@ from tuner import __version__
 from tuner.cli import dashboard
 from tuner.cli import doctor
 from tuner.cli import export
+from tuner.cli import init
 from tuner.cli import plan
 from tuner.cli import probe
 from tuner.cli import report
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 app.add_typer(space.app, name="space")
 app.add_typer(sim.app, name="sim")
+app.command("init")(init.init)
 app.command("plan")(plan.plan)
 app.command("doctor")(doctor.doctor)
 app.command("trial")(trial.trial)

@@ -23,6 +23,11 @@ from tuner.engines._host import SimulatedHosts
 from tuner.engines._host import read_meminfo
 from tuner.engines._sglang import SGLangEngine
 from tuner.engines._sglang_block_draft import block_drafts_of
+from tuner.engines._sglang_init import InitRequest
+from tuner.engines._sglang_init import InitSpace
+from tuner.engines._sglang_init import KnobBlock
+from tuner.engines._sglang_init import init_space
+from tuner.engines._sglang_init import table_capabilities
 from tuner.errors import UserError
 from tuner.space import SearchSpace
 
@@ -34,6 +39,9 @@ __all__ = [
     "Engine",
     "Host",
     "HostMemory",
+    "InitRequest",
+    "InitSpace",
+    "KnobBlock",
     "KnobEvidence",
     "LaunchPlan",
     "MemoryNeed",
@@ -45,10 +53,12 @@ __all__ = [
     "algorithm_support",
     "block_drafts_of",
     "draft_presence",
+    "init_space",
     "inspect_engine",
     "knob_support",
     "make_engine",
     "read_meminfo",
+    "table_capabilities",
 ]
 
 #: Engine adapters by the name a space's ``engine.name`` gives. A second engine (vLLM) adds

@@ -1,0 +1,353 @@
+"""``tuner init``'s SGLang side: the flags, env vars, knobs and evidence a space for one
+model on one machine holds, from the facts in :mod:`tuner.engines._sglang_init_tables`
+and what the installed engine accepts (:class:`~tuner.engines._capabilities.Capabilities`:
+its ``--help`` and source, or the bundled flag table of its version).
+
+The caller (``tuner.models``) describes the model and machine in engine-neutral terms
+(:class:`InitRequest`); every SGLang flag name and value is written here. A knob goes in
+only when the engine accepts every flag and env var it sends (an env var the engine's
+source never reads is left out; with the source unknown it is kept and said so) and its
+effect can be read back (/server_info, a log line) or is declared unobservable with the
+reason; everything else is listed in :attr:`InitSpace.left_out`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from tuner.engines._capabilities import Capabilities
+from tuner.engines._capabilities import algorithm_support
+from tuner.engines._sglang_block_draft import BLOCK_DRAFTS
+from tuner.engines._sglang_flags import flags_for
+from tuner.engines._sglang_init_tables import AUTO_RESOLVES
+from tuner.engines._sglang_init_tables import BATCH1_FLAGS
+from tuner.engines._sglang_init_tables import FP8_LM_HEAD_ARCHS
+from tuner.engines._sglang_init_tables import FP8_LM_HEAD_ENV
+from tuner.engines._sglang_init_tables import FP8_LM_HEAD_LOG
+from tuner.engines._sglang_init_tables import HUMMING_ENV
+from tuner.engines._sglang_init_tables import HUMMING_W4A8
+from tuner.engines._sglang_init_tables import MAMBA_SLOTS
+from tuner.engines._sglang_init_tables import MOE_BACKENDS
+from tuner.engines._sglang_init_tables import NEXTN_DRAFTS
+from tuner.engines._sglang_init_tables import NOT_SEARCHED
+from tuner.engines._sglang_init_tables import OWN_ATTENTION
+from tuner.engines._sglang_init_tables import RECIPES
+from tuner.engines._sglang_init_tables import SPARK_ATTENTION
+from tuner.engines._sglang_init_tables import SPARK_ENV
+from tuner.engines._sglang_init_tables import SPARK_FLAGS
+from tuner.engines._sglang_init_tables import Recipe
+
+
+@dataclass(frozen=True)
+class InitRequest:
+    """One model on one machine, in engine-neutral terms."""
+
+    architecture: str
+    quantization: str
+    linear_attention: str | None
+    nextn_layers: int
+    nextn_source: str
+    #: external drafts by algorithm the user named (``DSPARK``, ``EAGLE3``) -> block size
+    drafts: dict[str, int | None]
+    machine: str
+    major: int
+    unified_memory: bool
+    gpus: int
+    fraction_low: float
+    fraction_high: float
+    fraction_baseline: float
+    fraction_reason: str
+    fraction_cap_reason: str
+
+
+@dataclass
+class KnobBlock:
+    name: str
+    body: dict[str, Any]
+    comment: list[str] = field(default_factory=list)
+
+
+@dataclass
+class InitSpace:
+    """What the space holds, each part with the reason it is there."""
+
+    fixed_flags: dict[str, Any]
+    fixed_env: dict[str, str]
+    limits: dict[str, dict[str, Any]]
+    knobs: list[KnobBlock]
+    baseline: dict[str, Any]
+    header: list[str]
+    left_out: list[str]
+    fixed_reasons: list[str]
+
+
+def _si(field_: str, value: Any) -> dict[str, Any]:
+    return {"server_info": {field_: value}}
+
+
+def _moe_knob(req: InitRequest, caps: Capabilities, out: InitSpace) -> str | None:
+    """The MoE runner backend, over the backends the layout dispatches to on this GPU and
+    the engine accepts; its baseline SGLang's own resolution of ``auto``."""
+    resolved = AUTO_RESOLVES.get((req.architecture, req.quantization), {}).get(req.major)
+    backends = []
+    for b in MOE_BACKENDS[req.quantization]:
+        if req.major not in b.majors:
+            out.left_out.append(f"--moe-runner-backend {b.name}: not served on this GPU "
+                                f"(sm {req.major}x; {b.source})")
+        elif b.name != "auto" and caps.accepts("--moe-runner-backend", b.name) is False:
+            out.left_out.append(f"--moe-runner-backend {b.name}: not a choice of this engine")
+        elif not (b.name == "auto" and resolved is not None):
+            backends.append(b)
+    if len(backends) < 2:
+        return backends[0].name if backends else None
+    evidence: dict[str, Any] = {}
+    for b in backends:
+        ev = _si("moe_runner_backend", b.name)
+        if b.log:
+            ev["log"] = list(b.log)
+        evidence[b.name] = ev
+    body: dict[str, Any] = {"type": "categorical", "help": "MoE runner kernel for the "
+                            f"routed experts ({req.quantization.replace('_', ' ')})",
+                            "choices": [b.name for b in backends],
+                            "flag": "--moe-runner-backend", "evidence_by_value": evidence}
+    if "auto" in body["choices"]:
+        body["values"] = {c: ({} if c == "auto" else {"flags": {"--moe-runner-backend": c}})
+                          for c in body["choices"]}
+        del body["flag"]
+    out.knobs.append(KnobBlock("moe_backend", body, [
+        f"{b.name}: {b.source}" for b in backends] + ([
+            f"baseline {resolved}: SGLang's own pick for this model here (auto resolves to "
+            "it)"] if resolved else ["baseline auto: SGLang's default (no model override)"])))
+    out.baseline["moe_backend"] = resolved or "auto"
+    return None
+
+
+def _precision_knobs(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
+    """FlashInfer MXFP4 activation precision (Hopper only) and Humming's activations."""
+    moe = next((k for k in out.knobs if k.name == "moe_backend"), None)
+    choices = moe.body["choices"] if moe else []
+    if "flashinfer_mxfp4" in choices and req.major == 9:
+        out.knobs.append(KnobBlock("flashinfer_precision", {
+            "type": "categorical", "choices": ["default", "bf16", "fp8"], "default": "default",
+            "help": "FlashInfer MXFP4 activation precision (an SM90-only knob)",
+            "when": {"moe_backend": "flashinfer_mxfp4"},
+            "flag": "--flashinfer-mxfp4-moe-precision",
+            "evidence": _si("flashinfer_mxfp4_moe_precision", "{value}")},
+            ["SM90 picks W4A16 or FP8 activations here (layers/quantization/mxfp4.py)"]))
+    if "humming" not in choices:
+        return
+    if caps.knows_env(HUMMING_ENV) is False:
+        out.left_out.append(f"humming_activation: this engine never reads {HUMMING_ENV}")
+        return
+    out.knobs.append(KnobBlock("humming_activation", {
+        "type": "categorical", "help": "Humming activation precision (bf16 = W4A16, fp8 = "
+        "W4A8)", "choices": ["bf16", "fp8"], "default": "bf16", "when": {"moe_backend":
+                                                                         "humming"},
+        "values": {"bf16": {}, "fp8": {"env": {HUMMING_ENV: HUMMING_W4A8}}},
+        "evidence": {"none": "no /server_info field or log line shows the Humming "
+                             "activation dtype"}},
+        ["Humming runs W4A16 unless this env var is set (sglang/srt/environ.py); kept "
+         "although unobservable: every trial reports it so, and the accuracy gate judges "
+         "its numerics"]))
+
+
+def _lm_head_knob(req: InitRequest, caps: Capabilities, out: InitSpace,
+                  recipe: Recipe | None) -> None:
+    choices: list[str] = ["fp32", "bf16"]
+    values: dict[str, Any] = {"fp32": {"flags": {"--enable-fp32-lm-head": True}}, "bf16": {}}
+    evidence: dict[str, Any] = {"fp32": _si("enable_fp32_lm_head", True),
+                                "bf16": _si("enable_fp32_lm_head", False)}
+    comment = ["fp32: --enable-fp32-lm-head (FP32 logits GEMM); bf16: SGLang's default"]
+    fork = req.architecture in FP8_LM_HEAD_ARCHS
+    known = caps.knows_env(FP8_LM_HEAD_ENV) if fork else False
+    if fork and known is False:
+        out.left_out.append(f"lm_head fp8: this engine never reads {FP8_LM_HEAD_ENV} (the "
+                            "Ling fork's; stock SGLang ignores it)")
+    elif fork:
+        choices.append("fp8")
+        values["fp8"] = {"env": {FP8_LM_HEAD_ENV: "1"}}
+        evidence["bf16"]["log_absent"] = [FP8_LM_HEAD_LOG]
+        evidence["fp8"] = {**_si("enable_fp32_lm_head", False), "log": [FP8_LM_HEAD_LOG],
+                           "note": "weak: the fork prints this line before the head is "
+                           "built and no field shows the LM-head dtype; the accept-length "
+                           "gate is what catches a draft that cannot use it"}
+        comment.append("fp8: the Ling fork's online FP8 head"
+                       + (" (this engine's source reads it)" if known else
+                          " (needs the Ling fork; `tuner doctor` says whether yours has it)"))
+    out.knobs.append(KnobBlock("lm_head", {
+        "type": "categorical", "help": "LM-head (vocab GEMM) precision"
+        + ("; fp8 needs the Ling fork" if "fp8" in choices else ""),
+        "choices": choices, "values": values, "evidence_by_value": evidence}, comment))
+    out.baseline["lm_head"] = recipe.baseline["lm_head"] if recipe else "bf16"
+
+
+def _draft_tree_knobs(algos: list[str]) -> list[KnobBlock]:
+    when = {"speculative": algos[0] if len(algos) == 1 else algos}
+    return [
+        KnobBlock("spec_steps", {"type": "int", "lossless": True, "help": "draft steps per "
+                  "speculative round", "low": 1, "high": 5, "default": 3, "when": when,
+                  "flag": "--speculative-num-steps",
+                  "evidence": _si("speculative_num_steps", "{value}")},
+                  ["default 3: SGLang's automatic (steps, top-k, draft) = (3, 1, 4)"]),
+        KnobBlock("spec_topk", {"type": "categorical", "lossless": True, "help": "EAGLE "
+                  "top-k branching of the draft tree", "choices": [1, 2, 4], "default": 1,
+                  "when": when, "flag": "--speculative-eagle-topk",
+                  "evidence": _si("speculative_eagle_topk", "{value}")}),
+        KnobBlock("spec_draft_tokens", {"type": "int", "lossless": True, "help": "verify "
+                  "window (tokens verified per round); forced to steps + 1 when topk is 1",
+                  "low": 2, "high": 8, "default": 4, "when": when,
+                  "flag": "--speculative-num-draft-tokens",
+                  "evidence": _si("speculative_num_draft_tokens", "{value}")}),
+    ]
+
+
+def _speculation(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
+    """One block per algorithm that has a draft: NEXTN for the checkpoint's MTP layers,
+    DSPARK / EAGLE3 for a draft the user named."""
+    values: dict[str, Any] = {"off": {}}
+    evidence: dict[str, Any] = {"off": _si("speculative_algorithm", None)}
+    tree: list[str] = []
+    extra: list[KnobBlock] = []
+    comment: list[str] = []
+    if req.nextn_layers and req.architecture in NEXTN_DRAFTS:
+        values["NEXTN"] = {"flags": {"--speculative-algorithm": "NEXTN",
+                                     "--speculative-draft-model-path": "{model.path}"}}
+        evidence["NEXTN"] = _si("speculative_algorithm", "EAGLE")
+        tree.append("NEXTN")
+        comment.append(f"NEXTN: {req.nextn_layers} MTP layer(s) ({req.nextn_source}); "
+                       f"SGLang loads it as {NEXTN_DRAFTS[req.architecture]} and reports "
+                       "EAGLE")
+    else:
+        out.left_out.append(f"NEXTN: the checkpoint has no MTP layer ({req.nextn_source})")
+    if "EAGLE3" in req.drafts:
+        values["EAGLE3"] = {"flags": {"--speculative-algorithm": "EAGLE3",
+                                      "--speculative-draft-model-path":
+                                      "{model.drafts.EAGLE3}"}}
+        evidence["EAGLE3"] = {"server_info": {"speculative_algorithm": "EAGLE3",
+                                              "speculative_draft_model_path":
+                                              "{model.drafts.EAGLE3}"}}
+        tree.append("EAGLE3")
+        comment.append("EAGLE3: the draft named by --draft")
+    if "DSPARK" in req.drafts:
+        _dspark(req, caps, values, evidence, extra, comment, out)
+    if len(values) == 1:
+        out.left_out.append("speculative decoding: no draft (no MTP layer, no --draft)")
+        return
+    out.knobs.append(KnobBlock("speculative", {
+        "type": "categorical", "lossless": True, "help": "speculative decoding: "
+        + ", ".join(v for v in values if v != "off"), "choices": list(values),
+        "values": values, "evidence_by_value": evidence}, comment))
+    out.knobs += (_draft_tree_knobs(tree) if tree else []) + extra
+    out.baseline["speculative"] = "off"
+
+
+def _dspark(req: InitRequest, caps: Capabilities, values: dict[str, Any],
+            evidence: dict[str, Any], extra: list[KnobBlock], comment: list[str],
+            out: InitSpace) -> None:
+    algo = BLOCK_DRAFTS["DSPARK"]
+    status, detail = algorithm_support(caps, "DSPARK", algo.block_flag)
+    if status == "unsupported":
+        out.left_out.append(f"DSPARK: {detail}")
+        return
+    flags: dict[str, Any] = {"--speculative-algorithm": "DSPARK",
+                             "--speculative-draft-model-path": "{model.drafts.DSPARK}"}
+    ev: dict[str, Any] = {"speculative_algorithm": "DSPARK",
+                          "speculative_draft_model_path": "{model.drafts.DSPARK}"}
+    if req.linear_attention == "kda":
+        # the ring length is derived by the engine from gamma (docs/dspark.md)
+        flags["--enable-linear-replayssm-spec"] = True
+        ev["enable_linear_replayssm_spec"] = True
+    values["DSPARK"] = {"flags": flags}
+    evidence["DSPARK"] = {"server_info": ev}
+    block = req.drafts["DSPARK"] or algo.default_block
+    comment.append(f"DSPARK: the draft named by --draft (gamma {block} declared)"
+                   + ("; KDA: the ReplaySSM ring, its length derived from gamma"
+                      if req.linear_attention == "kda" else ""))
+    extra.append(KnobBlock("dspark_block_size", {
+        "type": "int", "lossless": True, "help": "DSPARK's block size gamma, the tokens "
+        "drafted per round (verify window gamma + 1)", "low": 2, "high": max(12, block),
+        "default": block, "when": {"speculative": "DSPARK"}, "flag": algo.block_flag,
+        "evidence": _si("speculative_dspark_block_size", "{value}")}))
+
+
+def _fixed(req: InitRequest, recipe: Recipe | None, out: InitSpace) -> None:
+    if recipe is not None:
+        out.fixed_flags.update(recipe.fixed_flags)
+        out.fixed_env.update(recipe.fixed_env)
+        out.fixed_reasons.append(f"the cookbook's flags that are not searched: "
+                                 f"{recipe.source}")
+        return
+    out.fixed_flags.update(BATCH1_FLAGS)
+    out.fixed_reasons.append("batch 1 (workload concurrency 1): one request in flight, "
+                             "decode graphs for that one batch size, prefill graphs off")
+    if req.linear_attention is not None:
+        out.fixed_flags["--max-mamba-cache-size"] = MAMBA_SLOTS
+        out.fixed_reasons.append(f"--max-mamba-cache-size {MAMBA_SLOTS}: a hybrid "
+                                 f"({req.linear_attention.upper()}) model at batch 1 needs "
+                                 "few state slots (SGLang's default takes a share of the "
+                                 "budget)")
+    if req.machine == "dgx-spark":
+        out.fixed_flags.update(SPARK_FLAGS)
+        out.fixed_env.update(SPARK_ENV)
+        if req.architecture not in OWN_ATTENTION:
+            out.fixed_flags["--attention-backend"] = SPARK_ATTENTION
+        if req.quantization.startswith("fp8"):
+            out.fixed_flags["--fp8-gemm-backend"] = "cutlass"
+        out.fixed_reasons.append("GB10: FlashInfer attention (the aarch64 sglang-kernel has "
+                                 "no FA3), DeepGEMM off and CUTLASS FP8 GEMMs (sm_121), "
+                                 "FlashInfer autotune off and 8,192-token prefill chunks, "
+                                 "as the Spark cookbook runs")
+    if req.gpus > 1:
+        out.fixed_flags["--tp-size"] = req.gpus
+        out.fixed_reasons.append(f"--tp-size {req.gpus}: the weights split over the "
+                                 f"machine's {req.gpus} GPUs")
+
+
+def _memory_knob(req: InitRequest, out: InitSpace) -> None:
+    out.limits["--mem-fraction-static"] = {"max": req.fraction_high,
+                                           "reason": req.fraction_cap_reason}
+    out.knobs.append(KnobBlock("mem_fraction", {
+        "type": "float", "help": "--mem-fraction-static (weights + KV pool as a share of "
+        "GPU memory)", "role": "capacity", "low": req.fraction_low,
+        "high": req.fraction_high, "step": 0.01, "flag": "--mem-fraction-static",
+        "evidence": _si("mem_fraction_static", "{value}")},
+        [f"bounds: {req.fraction_reason}; above {req.fraction_high:.2f}: this machine's "
+         "cap", "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
+         "pool's size: held at the baseline while speed is searched"]))
+    out.baseline["mem_fraction"] = req.fraction_baseline
+
+
+def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
+    """The SGLang side of a space for ``req`` on the engine ``caps`` describes."""
+    recipe = RECIPES.get((req.architecture, req.quantization, req.machine))
+    out = InitSpace(fixed_flags={}, fixed_env={}, limits={}, knobs=[], baseline={},
+                    header=[], left_out=[], fixed_reasons=[])
+    _fixed(req, recipe, out)
+    single = _moe_knob(req, caps, out)
+    if single is not None:
+        out.left_out.append(f"--moe-runner-backend: only {single} serves this layout here")
+    _precision_knobs(req, caps, out)
+    _lm_head_knob(req, caps, out, recipe)
+    _speculation(req, caps, out)
+    _memory_knob(req, out)
+    out.left_out += list(NOT_SEARCHED)
+    if recipe is not None:
+        out.header.append(f"Baseline: {recipe.source}, with documented deviations:")
+        out.header += [f"  * {d}" for d in recipe.deviations]
+    else:
+        out.header.append("Baseline: SGLang 0.5.23's own defaults for this model on this "
+                          "machine (every knob at the value SGLang picks when unset).")
+    return out
+
+
+def table_capabilities(version: str | None) -> Capabilities:
+    """What an engine of ``version`` accepts when none is installed here: the bundled flag
+    table (env-var support then unknown)."""
+    from tuner.engines._sglang_flags import table_version
+
+    flags = {name: f.choices for name, f in flags_for(version).items()}
+    return Capabilities(command=["sglang", "serve"], found=False, version=version,
+                        reason="no SGLang installed here", flags=flags,
+                        flags_source=f"SGLang {table_version(version)}'s bundled table")

@@ -1,0 +1,96 @@
+"""The memory plan: the GiB a checkpoint's weights take once loaded, from its shape.
+
+Parameters are counted per component from :class:`ModelShape` (embedding, LM head,
+attention or linear attention, dense MLPs, routed and shared experts, routers) and priced at
+the bytes per parameter of the checkpoint's layout: BF16 2; FP8 block 128x128 1 + one FP32
+scale per 16,384 values; MXFP4 0.53125 (4-bit values and one E8M0 scale per 32). What each
+layout leaves in BF16 (embedding, LM head, routers, norms, gpt-oss's attention) is priced
+so. The MTP/NEXTN layers are not part of the target's weights: SGLang loads them only as
+the NEXTN draft (:attr:`MemoryPlan.nextn_gib`). An estimate, stated as one in the space:
+the fraction bounds it sets are coarse (multiples of 0.05) for that reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tuner.models._config import ModelShape
+
+
+GIB = 1024**3
+BF16 = 2.0
+FP8_BLOCK = 1.0 + 4.0 / (128 * 128)
+MXFP4 = 0.53125
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    weights_gib: float        # the target's weights, MTP layers excluded
+    nextn_gib: float          # one MTP layer's weights (the NEXTN draft), 0 without
+    routed_gib: float         # of which routed experts
+    low: float                # the lowest --mem-fraction-static worth trying
+    note: str                 # how the bounds were set
+
+
+def _attention_params(m: ModelShape) -> float:
+    """One full-attention layer's projection parameters."""
+    h = m.hidden_size
+    if m.attention == "mla":
+        q_out = m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        q = h * m.q_lora_rank + m.q_lora_rank * q_out if m.q_lora_rank else h * q_out
+        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        kv += m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim)
+        return q + kv + m.heads * m.v_head_dim * h
+    return h * m.head_dim * (2 * m.heads + 2 * m.kv_heads)
+
+
+def _linear_params(m: ModelShape) -> float:
+    """One linear-attention layer's projections: q, k, v, gates and output, each the
+    width of its heads (KDA: q, k, v, the forget gate and the output gate; GDN: q, k, v,
+    z and output)."""
+    width = m.linear_heads * m.linear_head_dim
+    return 5 * m.hidden_size * width
+
+
+def _expert_params(m: ModelShape) -> tuple[float, float, float]:
+    """(routed, shared, router) parameters of one MoE layer."""
+    h = m.hidden_size
+    routed = m.routed_experts * 3 * h * m.moe_intermediate_size
+    shared = m.shared_experts * 3 * h * m.shared_intermediate_size
+    return routed, shared, m.routed_experts * h
+
+
+def _prices(m: ModelShape) -> tuple[float, float, float]:
+    """Bytes per parameter of (routed experts, other linear layers, embedding and head)."""
+    if m.quantization == "mxfp4":
+        return MXFP4, BF16, BF16
+    if m.quantization == "fp8_block_mxfp4_experts":
+        return MXFP4, FP8_BLOCK, BF16
+    if m.quantization == "fp8_block":
+        return FP8_BLOCK, FP8_BLOCK, BF16
+    return BF16, BF16, BF16
+
+
+def plan_memory(m: ModelShape, memory_gib: float, gpus: int = 1) -> MemoryPlan:
+    """The weights and the lowest memory fraction worth a launch on ``gpus`` GPUs of
+    ``memory_gib`` each (tensor parallel: the weights split evenly)."""
+    routed_b, linear_b, _edge_b = _prices(m)
+    moe_layers = m.layers - m.dense_layers
+    full = m.full_attention_layers
+    attention = full * _attention_params(m) + (m.layers - full) * _linear_params(m)
+    dense = m.dense_layers * 3 * m.hidden_size * m.dense_intermediate_size
+    routed, shared, router = _expert_params(m)
+    edges = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    total = (moe_layers * routed * routed_b + (attention + dense + moe_layers * shared)
+             * linear_b + (moe_layers * router + edges) * BF16)
+    nextn = (_attention_params(m) * linear_b + routed * routed_b + shared * linear_b
+             + router * BF16 + 2 * m.hidden_size**2 * BF16) if m.nextn_layers else 0.0
+    weights = total / GIB
+    share = weights / gpus / memory_gib
+    low = math.ceil(share * 20 - 1e-9) / 20
+    note = (f"weights about {weights:.1f} GiB ({share:.0%} of {memory_gib:g} GiB per GPU, "
+            f"{gpus} GPU{'s' if gpus > 1 else ''}): below {low:.2f} they cannot load")
+    return MemoryPlan(weights_gib=round(weights, 1), nextn_gib=round(nextn / GIB, 2),
+                      routed_gib=round(moe_layers * routed * routed_b / GIB, 1), low=low,
+                      note=note)
