@@ -231,7 +231,13 @@ def test_a_trial_runs_through_a_script_whose_engine_is_a_helper_beside_it(tmp_pa
     'python server.py'`` from another folder launches and measures."""
     script = _script_with_a_helper(tmp_path / "engine")
     (tmp_path / "cwd").mkdir()
-    r = run_tuner(tmp_path / "cwd", "trial", str(SPARK), "--engine", "sglang",
+    # the stand-in serves on this machine, whose /proc/meminfo the unified-memory guard
+    # would read (Ling does not fit a CI box): the space says it is not unified memory
+    space = tmp_path / "spark.yaml"
+    text = SPARK.read_text()
+    assert "  unified_memory: true\n" in text
+    space.write_text(text.replace("  unified_memory: true\n", "  unified_memory: false\n"))
+    r = run_tuner(tmp_path / "cwd", "trial", str(space), "--engine", "sglang",
                   "--engine-command", f"{sys.executable} {script}", "--gsm8k", str(GSM8K_DIR),
                   "--questions", "2", "--startup-timeout", "120", "--out",
                   str(tmp_path / "r.json"))
