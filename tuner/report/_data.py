@@ -146,6 +146,8 @@ def _row(c: Configuration) -> dict[str, Any]:
         "baseline_accuracy": acc.baseline if acc is not None else None,
         "paired_drop_pp": acc.drop_pp if acc is not None else None,
         "p_drop": acc.p_drop if acc is not None else None,
+        "accuracy_by_kind": ", ".join(acc.kind_text(k) for k in acc.by_kind)
+        if acc is not None and acc.by_kind else None,
         "accept_length": c.accept_length,
         "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
         "startup_s": t.startup_s,                 # its first launch's, machine seconds
