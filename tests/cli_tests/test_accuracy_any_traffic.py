@@ -6,8 +6,8 @@ output says "accuracy not checked" beside the pick."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 from pathlib import Path
 
