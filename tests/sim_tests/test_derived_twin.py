@@ -269,3 +269,40 @@ def test_a_config_the_twin_cannot_read_is_refused_in_one_line(tmp_path: Path) ->
     odd["quantization_config"]["quant_method"] = "bitsy"
     with pytest.raises(ValueError, match="quant_method 'bitsy'"):
         _derive(odd, tmp_path, "odd")
+
+
+def test_a_dspark_draft_derives_its_kv_from_its_config(tmp_path: Path) -> None:
+    """Ling's DSPARK draft as its model card describes it (5 dense layers, hidden 2,560,
+    32 query and 32 KV heads of 128): the KV per token the calibrated profile states."""
+    from tuner_sim.derive import derive_dspark
+
+    cfg = {"architectures": ["LingDSparkModel"], "num_hidden_layers": 5, "hidden_size": 2560,
+           "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128,
+           "intermediate_size": 9728, "torch_dtype": "bfloat16", "block_size": 8}
+    path = tmp_path / "draft" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    draft = derive_dspark(path)
+    calibrated = load_model_for_path("inclusionAI/Ling-3.0-flash-fp4").dspark
+    assert calibrated is not None
+    assert draft.kv_bytes_per_token == calibrated.kv_bytes_per_token
+    assert draft.block_size == 8 and draft.resident_gb == pytest.approx(
+        draft.params_b * 2)                              # BF16, embedding and head shared
+
+
+@pytest.mark.slow
+def test_a_sweep_and_its_report_say_the_figures_are_a_derived_twins(
+        tmp_path: Path, checkpoint: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE.read_text().replace("path: tests/fixtures/model_configs/"
+                                               "Qwen3-30B-A3B", f"path: {checkpoint}"))
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    sweep = run_tuner(tmp_path, "sweep", str(space), "--engine", "sim", "--gsm8k",
+                      str(GSM8K_DIR), "--questions", "2", "--trials", "2", "--ray-address",
+                      "none", "--storage", storage, "--study", "derived", timeout=600)
+    assert sweep.returncode == 0, sweep.stdout[-3000:] + sweep.stderr[-3000:]
+    assert "TPOT" in sweep.stdout and "[DERIVED twin]" in sweep.stdout
+    assert "(simulated machine time, DERIVED twin)" in sweep.stdout
+    report = run_tuner(tmp_path, "report", "derived", "--storage", storage, timeout=120)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "simulated machine time, DERIVED twin" in report.stdout
