@@ -32,6 +32,8 @@ from tuner.study import context_of
 from tuner.study import regime_answers
 from tuner.study import study_answer
 from tuner.study import summaries
+from tuner.trial import DERIVED_TWIN
+from tuner.trial import clock_label
 
 
 @dataclass
@@ -55,6 +57,13 @@ class StudyData:
     regimes: list[RegimeAnswer] = field(default_factory=list)
     #: the share of the launches' machine time spent starting servers (None: unrecorded)
     overhead: LaunchOverhead | None = None
+    #: the simulator's twin of the model when one launch said DERIVED (None otherwise)
+    twin: str | None = None
+
+    @property
+    def clock(self) -> str:
+        """What the figures are (``simulated machine time, DERIVED twin``, ...)."""
+        return clock_label(self.simulated, self.twin)
 
     @property
     def pick_number(self) -> int | None:
@@ -182,7 +191,14 @@ def collect(study: Any) -> StudyData:
                                                     answer.configurations) else None,
                      workload=workload_text(study),
                      regimes=regime_answers(answer, every),
-                     overhead=launch_overhead(every, context_of(study).simulated))
+                     overhead=launch_overhead(every, context_of(study).simulated,
+                                              _twin(every)),
+                     twin=_twin(every))
+
+
+def _twin(every: list[Any]) -> str | None:
+    """DERIVED when any launch ran on a twin derived from the model's config.json."""
+    return DERIVED_TWIN if any(s.twin == DERIVED_TWIN for s in every) else None
 
 
 def workload_text(study: Any) -> str:

@@ -159,7 +159,7 @@ def _fmt(v: Any, spec: str) -> str:
 def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataFrame) -> None:
     from rich.table import Table
 
-    clock = "; simulated machine time" if data.simulated else ""
+    clock = f"; {data.clock}" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}{clock}"
               + (f"; measured on {data.workload}" if data.workload else ""))
     note = data.answer.pick_note() if data.answer is not None else None
@@ -218,7 +218,7 @@ def print_answer(out: Any, data: StudyData) -> None:
     each configuration follows on its own wrapped line."""
     from rich.table import Table
 
-    clock = " (simulated machine time)" if data.simulated else ""
+    clock = f" ({data.clock})" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}")
     note = data.answer.pick_note() if data.answer is not None else None
     if note:

@@ -62,7 +62,7 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
     attrs: dict[str, Any] = {
         "config_hash": result.config_hash, "config": result.config, "status": result.status,
         "engine": result.engine, "engine_version": result.engine_version,
-        "simulated": result.simulated, "time_scale": result.time_scale,
+        "simulated": result.simulated, "time_scale": result.time_scale, "twin": result.twin,
         "effect": {c.knob: c.verdict for c in result.effect},
         "startup_s": result.timings.startup_s, "total_s": result.timings.total_s,
         "kv_tokens": result.kv_tokens, "host": result.host,

@@ -72,6 +72,7 @@ class TrialSummary:
     engine_version: str | None = None
     simulated: bool = False
     time_scale: float = 1.0
+    twin: str | None = None                      # the simulator's: calibrated or DERIVED
     startup_s: float | None = None               # machine seconds: start-up, whole launch
     total_s: float | None = None
     started_at: str | None = None                # ISO times of the Optuna trial
@@ -117,7 +118,8 @@ def summarize(trial: Any) -> TrialSummary:
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
-        time_scale=float(a.get("time_scale") or 1.0), startup_s=a.get("startup_s"),
+        time_scale=float(a.get("time_scale") or 1.0), twin=a.get("twin"),
+        startup_s=a.get("startup_s"),
         total_s=a.get("total_s"), started_at=_iso(trial.datetime_start),
         completed_at=_iso(trial.datetime_complete))
 
