@@ -67,7 +67,12 @@ def _args(f: float = 0.85, **kw: Any) -> dict[str, Any]:
             "cuda_graph_config": {"decode": {"backend": "full", "bs": [1]}}, **kw}
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))
+#: the public configs of models without a calibrated profile (Ling's folder there names
+#: the calibrated one, the DSpark draft's is a draft: SOURCES.md, README.md)
+UNCALIBRATED = ("deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-next-80b-a3b-instruct")
+
+
+@pytest.mark.parametrize("name", UNCALIBRATED)
 def test_every_public_config_derives_a_twin_labelled_derived(name: str) -> None:
     m = load_model_for_path(str(CONFIGS / name))
     assert m.twin == DERIVED and m.architecture == _cfg(name)["architectures"][0]
@@ -79,6 +84,7 @@ def test_every_public_config_derives_a_twin_labelled_derived(name: str) -> None:
 
 def test_the_calibrated_profile_still_wins_for_lings_path() -> None:
     assert load_model_for_path("inclusionAI/Ling-3.0-flash-fp4").twin != DERIVED
+    assert load_model_for_path(str(CONFIGS / "ling-3.0-flash-fp4")).twin != DERIVED
 
 
 @pytest.mark.parametrize("settings", [
@@ -102,19 +108,19 @@ def test_lings_derived_twin_decodes_within_20pct_of_its_calibrated_profile(
 
 
 def test_a_model_with_more_active_parameters_decodes_slower(tmp_path: Path) -> None:
-    base = _cfg("Qwen3-30B-A3B")
+    base = _cfg("qwen3-30b-a3b")
     wider = {**base, "num_experts_per_tok": 16}          # the same experts, twice as many
     a, b = _derive(base, tmp_path, "a"), _derive(wider, tmp_path, "b")
     assert b.params_total_b == a.params_total_b and b.params_active_b > a.params_active_b
     assert _tpot("dgx-spark", b) > _tpot("dgx-spark", a)
-    deepseek = load_model_for_path(str(CONFIGS / "DeepSeek-V3"))
+    deepseek = load_model_for_path(str(CONFIGS / "deepseek-v3"))
     assert deepseek.params_active_b > 10 * a.params_active_b
     assert _tpot("h200", deepseek) > _tpot("h200", a)
 
 
 def test_mla_kv_per_token_is_far_below_an_equivalent_gqa(tmp_path: Path) -> None:
-    cfg = _cfg("DeepSeek-V3")
-    mla = load_model_for_path(str(CONFIGS / "DeepSeek-V3"))
+    cfg = _cfg("deepseek-v3")
+    mla = load_model_for_path(str(CONFIGS / "deepseek-v3"))
     # the same layers and heads with uncompressed keys and values (one KV head per head)
     mha = {k: v for k, v in cfg.items() if k not in ("kv_lora_rank", "q_lora_rank")}
     mha.update(head_dim=cfg["v_head_dim"], num_key_value_heads=cfg["num_attention_heads"])
@@ -135,8 +141,8 @@ def test_mla_kv_per_token_is_far_below_an_equivalent_gqa(tmp_path: Path) -> None
 def test_a_hybrid_linear_attention_models_kv_grows_slower_with_context(tmp_path: Path) -> None:
     """Qwen3-Next: one full-attention layer in four, the rest Gated DeltaNet with a fixed
     state per request; the same model with every layer full attention for comparison."""
-    cfg = _cfg("Qwen3-Next-80B-A3B-Instruct")
-    hybrid = load_model_for_path(str(CONFIGS / "Qwen3-Next-80B-A3B-Instruct"))
+    cfg = _cfg("qwen3-next-80b-a3b-instruct")
+    hybrid = load_model_for_path(str(CONFIGS / "qwen3-next-80b-a3b-instruct"))
     full = _derive({k: v for k, v in cfg.items() if k != "full_attention_interval"}, tmp_path)
     assert hybrid.linear_state_gb_per_request > 0 == full.linear_state_gb_per_request
 
@@ -157,7 +163,7 @@ def test_a_hybrid_linear_attention_models_kv_grows_slower_with_context(tmp_path:
 
 def test_the_memory_plan_refuses_weights_beyond_the_machine() -> None:
     spark = load_machine("dgx-spark")
-    deepseek = load_model_for_path(str(CONFIGS / "DeepSeek-V3"))     # ~670 GB of weights
+    deepseek = load_model_for_path(str(CONFIGS / "deepseek-v3"))     # ~670 GB of weights
     assert deepseek.weights_gb > spark.memory_gib
     with pytest.raises(LaunchError) as exc:
         plan_memory(spark, deepseek, _args(0.68))
@@ -181,7 +187,7 @@ def _serve(tmp: Path, model: Path, *flags: str, machine: str = "h200"
 
 
 def test_weights_beyond_the_machine_fail_the_server_as_a_cuda_oom(tmp_path: Path) -> None:
-    proc = _serve(tmp_path, CONFIGS / "DeepSeek-V3", "--port", str(free_port()),
+    proc = _serve(tmp_path, CONFIGS / "deepseek-v3", "--port", str(free_port()),
                   "--mem-fraction-static", "0.68", machine="dgx-spark")
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1
@@ -194,7 +200,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Qwen3-30B-A3B-shaped checkpoint folder holding only its config.json."""
     folder = tmp_path_factory.mktemp("ckpt") / "Qwen3-30B-A3B"
     folder.mkdir()
-    shutil.copy(CONFIGS / "Qwen3-30B-A3B" / "config.json", folder / "config.json")
+    shutil.copy(CONFIGS / "qwen3-30b-a3b" / "config.json", folder / "config.json")
     return folder
 
 
@@ -247,7 +253,7 @@ def test_tuner_trial_runs_a_space_whose_model_is_only_a_config_json(
         tmp_path: Path, checkpoint: Path) -> None:
     space = tmp_path / "space.yaml"
     space.write_text(SPACE.read_text().replace("path: tests/fixtures/model_configs/"
-                                               "Qwen3-30B-A3B", f"path: {checkpoint}"))
+                                               "qwen3-30b-a3b", f"path: {checkpoint}"))
     out = tmp_path / "result.json"
     proc = run_tuner(REPO, "trial", str(space), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
                      "--questions", "2", "--workdir", str(tmp_path / "runs"), "--out",
@@ -262,10 +268,10 @@ def test_tuner_trial_runs_a_space_whose_model_is_only_a_config_json(
 
 
 def test_a_config_the_twin_cannot_read_is_refused_in_one_line(tmp_path: Path) -> None:
-    dense = {k: v for k, v in _cfg("Qwen3-30B-A3B").items() if k != "num_experts"}
+    dense = {k: v for k, v in _cfg("qwen3-30b-a3b").items() if k != "num_experts"}
     with pytest.raises(ValueError, match="no routed experts"):
         _derive(dense, tmp_path)
-    odd = copy.deepcopy(_cfg("DeepSeek-V3"))
+    odd = copy.deepcopy(_cfg("deepseek-v3"))
     odd["quantization_config"]["quant_method"] = "bitsy"
     with pytest.raises(ValueError, match="quant_method 'bitsy'"):
         _derive(odd, tmp_path, "odd")
@@ -295,7 +301,7 @@ def test_a_sweep_and_its_report_say_the_figures_are_a_derived_twins(
         tmp_path: Path, checkpoint: Path) -> None:
     space = tmp_path / "space.yaml"
     space.write_text(SPACE.read_text().replace("path: tests/fixtures/model_configs/"
-                                               "Qwen3-30B-A3B", f"path: {checkpoint}"))
+                                               "qwen3-30b-a3b", f"path: {checkpoint}"))
     storage = f"sqlite:///{tmp_path / 's.db'}"
     sweep = run_tuner(tmp_path, "sweep", str(space), "--engine", "sim", "--gsm8k",
                       str(GSM8K_DIR), "--questions", "2", "--trials", "2", "--ray-address",
