@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tuner_sim.perf import PerfModel
+from tuner_sim.profiles import DERIVED
 from tuner_sim.request import SimRequest
 from tuner_sim.schedule import Core
 from tuner_sim.schedule import Limits
@@ -198,6 +199,8 @@ class Engine:
             line += f"accept len: {accept:.2f}, accept rate: {rate:.2f}, "
         line += (f"cuda graph: True, gen throughput (token/s): {s.last_gen_throughput:.2f}, "
                  f"#queue-req: {len(self.pending)}")
+        if self.perf.model.twin == DERIVED:     # figures of a twin no published row checks
+            line += " (simulator: DERIVED twin)"
         self.log(line)
         self._window = [0, 0, 0.0, 0]
 

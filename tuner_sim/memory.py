@@ -18,6 +18,7 @@ from tuner_sim.profiles import Model
 
 
 GIB = 1024**3
+GB_PER_GIB = GIB / 1e9
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,22 @@ def draft_cost(model: Model, args: dict[str, Any]) -> tuple[float, int]:
         return 0.0, 0
     if algo == "DSPARK" and model.dspark is not None:
         return model.dspark.resident_gb, model.dspark.kv_bytes_per_token
+    if model.nextn is None:
+        return 0.0, 0
     return model.nextn.weights_gb, model.nextn.kv_bytes_per_token
+
+
+def weights_oom(machine: Machine, weights_gb: float, free_gb: float) -> tuple[str, str]:
+    """How a load whose weights exceed the device's memory fails: PyTorch's CUDA OOM,
+    raised by the allocation that no longer fits, part way through the weight load."""
+    shard = min(weights_gb, 2.0)                       # GB per allocation (a shard's)
+    left = max(0.0, free_gb - math.floor(free_gb / shard) * shard)   # less than a shard
+    return ("torch.OutOfMemoryError",
+            f"CUDA out of memory. Tried to allocate {shard / GB_PER_GIB:.2f} GiB. GPU 0 has a "
+            f"total capacity of {machine.memory_gib:.2f} GiB of which "
+            f"{left / GB_PER_GIB:.2f} GiB is free. "
+            f"(simulator: the weights need {weights_gb:.2f} GB, {free_gb:.2f} GB is "
+            "available after the runtime's reserve)")
 
 
 def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryPlan:
@@ -58,6 +74,8 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
     draft_gb, draft_kv = draft_cost(model, args)
     weights = model.weights_gb + draft_gb
+    if weights > free0:
+        raise LaunchError(*weights_oom(machine, weights, free0))
     avail = free0 - weights
     rest = free0 * f - weights
     if rest <= 0:
@@ -71,16 +89,16 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     ring = bool(args.get("enable_linear_replayssm_spec")) and spec
     # Speculation keeps a second state per slot, except under the ReplaySSM ring, which
     # charges each slot its ring of L records instead (0.5.23 kv_cache_configurator.py).
-    mamba = slots * model.kda_state_gb_per_request * (2.0 if spec and not ring else 1.0)
+    mamba = slots * model.linear_state_gb_per_request * (2.0 if spec and not ring else 1.0)
     if ring:
         mamba += (slots * int(args["linear_replayssm_cache_len"])
-                  * model.kda_ring_bytes_per_position / 1e9)
+                  * model.linear_ring_bytes_per_position / 1e9)
     if dspark and model.dspark is not None:
         mamba += int(args["max_running_requests"]) * model.dspark.per_request_gb
     graph_sets = 1 + (1 if dspark else 3 if spec else 0)
     graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
         0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))
-    per_token = model.kv_bytes_per_token + draft_kv
+    per_token = model.kv_bytes_per_token + model.kv_window_bytes_per_token + draft_kv
     kv = rest - mamba - graph
     page = max(1, int(args["page_size"]))
     tokens = int(max(kv, 0.0) * 1e9 / per_token) // page * page

@@ -137,7 +137,7 @@ class PerfModel:
         return e * (1.0 - (1.0 - k / e) ** m_eff)
 
     def _moe_eff(self, backend: str) -> float:
-        eff = getattr(self.machine.efficiency.moe, backend)
+        eff = self.machine.efficiency.moe_eff(backend)
         if backend == "humming" and self.s.humming_w4a8:
             eff *= 1.0 - self.machine.efficiency.humming_w4a8_penalty
         return eff
@@ -153,32 +153,47 @@ class PerfModel:
 
     def lm_head_ms(self, precision: str | None = None) -> float:
         precision = precision or self.s.lm_head
-        per_param = 1.0 if precision == "fp8" else 2.0
+        per_param = 1.0 if precision == "fp8" else self.model.lm_head_bytes_per_param
         nbytes = self.model.lm_head_params_m * 1e6 * per_param
-        return self._ms(nbytes, getattr(self.machine.efficiency.lm_head, precision))
+        return self._ms(nbytes, self.machine.efficiency.lm_head[precision])
 
     def kv_ms(self, context: float, bytes_per_token: int) -> float:
         return self._ms(context * bytes_per_token, self.machine.efficiency.kv)
 
+    def context_ms(self, context: float) -> float:
+        """One request's per-step reads besides the weights: its KV cache (full-attention
+        layers over the whole context, sliding-window layers over their window) and its
+        linear-attention state (read and written)."""
+        m = self.model
+        ms = self.kv_ms(context, m.kv_bytes_per_token)
+        if m.kv_window_bytes_per_token:
+            ms += self.kv_ms(min(context, m.kv_window_tokens), m.kv_window_bytes_per_token)
+        if m.state_bytes_per_step:
+            ms += self._ms(m.state_bytes_per_step, self.machine.efficiency.kv)
+        return ms
+
+    def _dense_eff(self) -> float:
+        return self.machine.efficiency.dense_eff(self.model.quantization.get("dense", "fp8"))
+
     def forward_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
                    ) -> float:
         """One target forward over ``batch`` requests of ``m_tokens`` each."""
-        eff = self.machine.efficiency
         return (self.machine.step_overhead_ms
                 + self.routed_ms(m_tokens, overlap, self.model.moe_layers, self.s.moe_backend,
                                  batch)
-                + self._ms(self.model.dense_active_gb * 1e9, eff.dense_fp8)
+                + self._ms(self.model.dense_active_gb * 1e9, self._dense_eff())
                 + self.lm_head_ms()
-                + batch * self.kv_ms(context, self.model.kv_bytes_per_token))
+                + batch * self.context_ms(context))
 
     def draft_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
                  ) -> float:
         """One forward of the NEXTN draft layer (it shares the target's LM head)."""
         n = self.model.nextn
+        assert n is not None, "the model has no NEXTN (MTP) layer"
         backend = self.s.spec_moe_backend or self.s.moe_backend
         return (self.machine.draft_step_overhead_ms
-                + self.routed_ms(m_tokens, overlap, 1, backend, batch)
-                + self._ms(n.dense_active_gb * 1e9, self.machine.efficiency.dense_fp8)
+                + self.routed_ms(m_tokens, overlap, n.moe_layers, backend, batch)
+                + self._ms(n.dense_active_gb * 1e9, self._dense_eff())
                 + self.lm_head_ms()
                 + batch * self.kv_ms(context, n.kv_bytes_per_token))
 
@@ -191,7 +206,7 @@ class PerfModel:
         eff = self.machine.efficiency
         head = "bf16" if self.s.lm_head == "fp32" else self.s.lm_head
         return (self.machine.dspark_draft_overhead_ms
-                + self._ms(d.dense_read_gb * 1e9, eff.dense_fp8)
+                + self._ms(d.dense_read_gb * 1e9, eff.dense_eff("bf16"))
                 + self.lm_head_ms(head)
                 + batch * self.kv_ms(context, d.kv_bytes_per_token))
 
@@ -226,21 +241,26 @@ class PerfModel:
         eff = self.machine.efficiency
         chunks = max(1, math.ceil(new_tokens / 8192))
         per_chunk = min(new_tokens, 8192)
-        layers = m.moe_layers + (1 if self.s.speculative and not self.s.dspark else 0)
+        nextn = m.nextn.moe_layers if m.nextn is not None else 0
+        layers = m.moe_layers + (nextn if self.s.speculative and not self.s.dspark else 0)
         experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
         flops = 2.0 * m.params_active_b * 1e9 * new_tokens
         if self.s.dspark and m.dspark is not None:      # the draft prefills its own layers
             flops += 2.0 * m.dspark.params_b * 1e9 * new_tokens
-        attn = 2.0 * m.mla_layers * new_tokens * (cached_tokens + new_tokens / 2) * 2 * 576
+        pairs = new_tokens * (cached_tokens + new_tokens / 2)
+        attn = m.prefill_attn_flops_per_pair * pairs
+        if m.prefill_window_flops_per_pair:
+            attn += m.prefill_window_flops_per_pair * new_tokens * min(
+                m.kv_window_tokens, cached_tokens + new_tokens / 2)
         compute_ms = (flops + attn) / (self.machine.prefill_tflops * 1e12) * 1e3
         stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
-            chunks * m.dense_active_gb * 1e9, eff.dense_fp8)
+            chunks * m.dense_active_gb * 1e9, self._dense_eff())
         return self.machine.prefill_overhead_ms + max(compute_ms, stream_ms) + 0.1 * min(
             compute_ms, stream_ms) + self.lm_head_ms()
 
     # -- acceptance -------------------------------------------------------------------------------
     def acceptance_class(self, kind: str, content: str = "math") -> AcceptanceClass:
-        algo = self.model.acceptance.DSPARK if self.s.dspark else self.model.acceptance.NEXTN
+        algo = self.model.acceptance.algorithms["DSPARK" if self.s.dspark else "NEXTN"]
         return getattr(getattr(algo, content), kind)
 
     def position_probs(self, first: float, kind: str, content: str = "math") -> list[float]:

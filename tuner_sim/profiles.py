@@ -22,25 +22,34 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class MoeEfficiency(_M):
-    flashinfer_mxfp4: float
-    humming: float
-    marlin: float
-
-
-class LmHeadEfficiency(_M):
-    fp32: float
-    bf16: float
-    fp8: float
-
-
 class Efficiency(_M):
-    moe: MoeEfficiency
+    """Achieved fraction of peak bandwidth per kernel family at decode shapes."""
+
+    #: by MoE runner backend (SGLang's ``--moe-runner-backend`` names), any set of them
+    moe: dict[str, float]
+    #: a backend the profile does not list (``auto``, ``triton``, ...): ASSUMED, its
+    #: source in the profile's comment (docs/simulator.md, "The derived twin")
+    moe_default: float | None = None
     humming_w4a8_penalty: float
     dense_fp8: float
+    #: dense weights at another precision (bf16, ...); absent: ``dense_fp8`` (ASSUMED: a
+    #: batch-1 GEMV streams its weights at one efficiency whatever their dtype)
+    dense: dict[str, float] = {}
     kv: float
-    lm_head: LmHeadEfficiency
+    #: by the LM head's effective dtype: fp32 (BF16 weights, FP32 logits), bf16, fp8
+    lm_head: dict[str, float]
     prefill_moe: float
+
+    def moe_eff(self, backend: str) -> float:
+        if backend in self.moe:
+            return self.moe[backend]
+        if self.moe_default is None:
+            raise LookupError(f"the machine profile has no MoE efficiency for {backend!r} "
+                              "and no moe_default")
+        return self.moe_default
+
+    def dense_eff(self, precision: str) -> float:
+        return self.dense.get(precision, self.dense_fp8)
 
 
 class Startup(_M):
@@ -93,9 +102,12 @@ class Machine(_M):
 
 
 class NextN(_M):
-    weights_gb: float
-    dense_active_gb: float
+    """The checkpoint's own NEXTN (MTP) draft layer(s)."""
+
+    weights_gb: float               # resident: its routed experts and the rest
+    dense_active_gb: float          # read per draft forward besides the routed experts
     kv_bytes_per_token: int
+    moe_layers: int = 1             # routed-expert layers one draft forward reads
 
 
 class Gsm8kBehaviour(_M):
@@ -148,9 +160,9 @@ class AlgorithmAcceptance(_M):
 
 
 class Acceptance(_M):
-    NEXTN: AlgorithmAcceptance
-    DSPARK: AlgorithmAcceptance
     topk_width_exponent: float
+    #: by speculative algorithm (NEXTN: the checkpoint's MTP layer; DSPARK: a block draft)
+    algorithms: dict[str, AlgorithmAcceptance]
 
 
 class Overlap(_M):
@@ -190,31 +202,58 @@ class DSparkDraft(_M):
     confidence_head: bool           # what a non-static ragged-verify mode needs
 
 
+#: what a model profile is: calibrated to published figures, or derived from config.json
+CALIBRATED, DERIVED = "calibrated", "DERIVED"
+
+
 class Model(_M):
+    """What the performance and memory models read of a model. A calibrated profile
+    (``profiles/models/*.yaml``) states these; the derived twin (:mod:`tuner_sim.derive`)
+    computes them from the checkpoint's ``config.json``."""
+
     id: str
     aliases: list[str]
+    #: ``calibrated`` (a profile fitted to published figures) or ``DERIVED`` (from the
+    #: checkpoint's config.json and the machine profile; docs/simulator.md)
+    twin: str = CALIBRATED
     architecture: str
+    model_type: str = ""
     served_model_name: str
     params_total_b: float
     params_active_b: float
     layers: int
     moe_layers: int
-    mla_layers: int
+    mla_layers: int = 0
     routed_experts: int
     experts_per_token: int
     hidden_size: int
     moe_intermediate_size: int
     vocab_size: int
     context_length: int
+    #: precision of each part of the checkpoint (experts, dense, lm_head, embedding)
+    quantization: dict[str, str] = {}
     expert_bytes_per_param: float
     dense_active_gb: float
     embedding_gb: float
     lm_head_params_m: float
+    lm_head_bytes_per_param: float = 2.0
+    #: KV cache bytes per token of context (every full-attention layer), read each step
     kv_bytes_per_token: int
-    kda_state_gb_per_request: float
+    #: sliding-window layers: bytes per token, over at most ``kv_window_tokens`` of context
+    kv_window_bytes_per_token: int = 0
+    kv_window_tokens: int = 0
+    #: a fixed recurrent state per request (linear attention: KDA, GDN; Mamba)
+    linear_state_gb_per_request: float = 0.0
+    #: bytes of that state one decode step reads and writes per request (0: folded into
+    #: the dense weights' fit, as in a calibrated profile)
+    state_bytes_per_step: float = 0.0
     #: one position of the ReplaySSM spec ring, over every KDA layer (compact d/k records)
-    kda_ring_bytes_per_position: int = 0
-    nextn: NextN
+    linear_ring_bytes_per_position: int = 0
+    #: prefill attention FLOPs per (new token, context token) pair, full-attention layers
+    prefill_attn_flops_per_pair: float
+    #: the same for sliding-window layers, over at most ``kv_window_tokens`` of context
+    prefill_window_flops_per_pair: float = 0.0
+    nextn: NextN | None = None
     dspark: DSparkDraft | None = None
     gsm8k: Gsm8kBehaviour
     humaneval: HumanEvalBehaviour = HumanEvalBehaviour()
@@ -224,14 +263,15 @@ class Model(_M):
 
     @property
     def expert_bytes(self) -> float:
-        """Bytes of one routed expert (gate, up and down projections) at MXFP4."""
+        """Bytes of one routed expert (gate, up and down projections) at its precision."""
         return 3 * self.hidden_size * self.moe_intermediate_size * self.expert_bytes_per_param
 
     @property
     def weights_gb(self) -> float:
-        """Everything resident: all routed experts, dense weights, embedding, BF16 LM head."""
+        """Everything resident: all routed experts, dense weights, embedding, LM head."""
         routed = self.moe_layers * self.routed_experts * self.expert_bytes / 1e9
-        return routed + self.dense_active_gb + self.embedding_gb + self.lm_head_params_m * 2e-3
+        return routed + self.dense_active_gb + self.embedding_gb + (
+            self.lm_head_params_m * self.lm_head_bytes_per_param * 1e-3)
 
 
 def _dirs() -> list[Path]:
@@ -263,7 +303,10 @@ def load_machine(name: str) -> Machine:
 
 
 def load_model_for_path(model_path: str) -> Model:
-    """The model profile whose id or alias matches the last part of ``model_path``."""
+    """The model served for ``--model-path``: the calibrated profile whose id or alias
+    matches the path's last part, else the twin DERIVED from the local checkpoint's
+    ``config.json`` (the folder, or the file itself); LookupError when neither exists,
+    ValueError (one line) when the config.json cannot be derived from."""
     stem = model_path.rstrip("/").split("/")[-1].lower()
     for d in _dirs():
         for path in sorted((d / "models").glob("*.yaml")):
@@ -271,7 +314,22 @@ def load_model_for_path(model_path: str) -> Model:
             names = [str(data.get("id", ""))] + [str(a) for a in data.get("aliases", [])]
             if stem in [n.lower() for n in names]:
                 return Model.model_validate({**data, **_local_config(model_path)})
-    raise LookupError(model_path)
+    from tuner_sim.derive import config_path
+    from tuner_sim.derive import derive_model
+
+    found = config_path(model_path)
+    if found is None:
+        raise LookupError(model_path)
+    return derive_model(found, derived_defaults())
+
+
+def derived_defaults() -> dict[str, object]:
+    """What a derived twin cannot read from config.json and no machine profile holds:
+    acceptance, routing overlap and answer behaviour, ASSUMED
+    (profiles/defaults/derived-model.yaml)."""
+    data = yaml.safe_load((_HERE / "defaults" / "derived-model.yaml").read_text())
+    assert isinstance(data, dict)
+    return data
 
 
 def _local_config(model_path: str) -> dict[str, int]:

@@ -31,6 +31,9 @@ from tuner_sim import host as sim_host
 from tuner_sim.args import LaunchError
 from tuner_sim.config_file import merge_or_exit
 from tuner_sim.content import classify
+from tuner_sim.derive import config_path
+from tuner_sim.derive import derive_dspark
+from tuner_sim.derive import describe
 from tuner_sim.engine import Engine
 from tuner_sim.engine import SimRequest
 from tuner_sim.engine import crash_now
@@ -49,6 +52,7 @@ from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
 from tuner_sim.perf import draft_tree_fits
 from tuner_sim.perf import settings_from
+from tuner_sim.profiles import DERIVED
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 from tuner_sim.schedule import Limits
@@ -183,6 +187,12 @@ class SimServer:
             self._die("OSError", f"{self.ns.model_path} is not a local folder and is not a "
                                  "valid model identifier listed on 'https://huggingface.co/"
                                  "models' (simulator: no model profile matches it)")
+        except ValueError as exc:           # a config.json the derived twin cannot read
+            self._die("ValueError", f"simulator: cannot derive a twin of "
+                                    f"{self.ns.model_path}: {exc}")
+        if self.model.twin == DERIVED:
+            log(f"simulator: DERIVED twin of {self.ns.model_path} (no calibrated profile "
+                f"matches it): {describe(self.model)}")
         try:
             res = sim_args.resolve(self.ns, architecture=self.model.architecture,
                                    capability=self.machine.compute_capability,
@@ -192,6 +202,7 @@ class SimServer:
         except LaunchError as exc:
             self._die(exc.exc_type, exc.message)
         a = res.args
+        self._check_draft(a)
         faults = self.faults.active(a)
         #: ``accuracy_drop`` (arg: points; ``content``: the class, math by default, or a
         #: list): that class's accuracy that much lower, the same questions every launch
@@ -211,7 +222,9 @@ class SimServer:
         settings = self._settings(a)
         self.settings = settings
         self.perf = PerfModel(self.machine, self.model, settings)
-        log("Detected mixed checkpoint layout: routed experts are MXFP4.")
+        q = self.model.quantization
+        if q.get("experts") == "mxfp4" and q.get("dense") == "fp8":
+            log("Detected mixed checkpoint layout: routed experts are MXFP4.")
         if settings.lm_head == "fp8":
             log("Online FP8 quantization enabled for lm_head.")
         if "oom_at_start" in faults:
@@ -237,6 +250,9 @@ class SimServer:
         log(f"Load weight begin. avail mem={free0:.2f} GB")
         weights = self.model.weights_gb + draft_cost(self.model, a)[0]
         load_s = weights / st.weight_load_gbs
+        if mem is None and err.exc_type == "torch.OutOfMemoryError":
+            self.sleep(min(weights, free0) / st.weight_load_gbs)   # the shard that fails
+            self._die(err.exc_type, err.message)
         self.sleep(load_s)
         if a["moe_runner_backend"] == "humming":
             for i in range(self.model.layers - self.model.moe_layers, self.model.layers):
@@ -245,8 +261,10 @@ class SimServer:
             gemm = "grouped_contiguous" if (self.sim_env("SGLANG_HUMMING_MOE_GEMM_TYPE") or
                                             "") == "grouped" else "indexed"
             log(f"Using {gemm} gemm for humming moe")
+        quant = ("quant=fp8, fmt=e4m3" if q.get("dense") == "fp8" else
+                 f"quant={q.get('method', 'none')}")
         log(f"Load weight end. elapsed={load_s:.2f} s, type={self.model.architecture}, "
-            f"quant=fp8, fmt=e4m3, avail mem={free0 - weights:.2f} GB, "
+            f"{quant}, avail mem={free0 - weights:.2f} GB, "
             f"mem usage={weights:.2f} GB.")
         self._take("weights", weights / sim_host.GB_PER_GIB)
         if mem is None:
@@ -298,6 +316,9 @@ class SimServer:
             cfg = None
         if isinstance(cfg, dict):
             block = cfg.get("dspark_block_size", cfg.get("block_size"))
+            found = config_path(path)
+            if self.model.dspark is None and found is not None:   # a model of no profile's
+                self.model = self.model.model_copy(update={"dspark": derive_dspark(found)})
             return int(block) if isinstance(block, int) else None
         d = self.model.dspark
         stem = path.rstrip("/").split("/")[-1].lower()
@@ -307,6 +328,14 @@ class SimServer:
                                  "(simulator: no DSPARK draft profile matches it)")
         assert d is not None
         return d.block_size
+
+    def _check_draft(self, a: dict[str, Any]) -> None:
+        """NEXTN drafts with the checkpoint's own MTP layer: a model without one cannot."""
+        if a["speculative_algorithm"] == "EAGLE" and self.model.nextn is None:
+            self._die("ValueError", f"simulator: {self.model.architecture} at "
+                      f"{a['speculative_draft_model_path']} has no NEXTN (MTP) layer "
+                      "(config.json: no num_nextn_predict_layers); NEXTN drafts with it "
+                      "(external EAGLE drafts are not modelled)")
 
     def _check_ring(self, a: dict[str, Any]) -> None:
         """The KDA pool's ReplaySSM ring check, where 0.5.23 makes it: building the memory
@@ -619,6 +648,9 @@ class SimServer:
             "kv_events": None, "internal_states": [state], "version": self.variant.version
             .__version__, "frontend": "python", "time_scale": self.scale,
             "launch_speed_factor": self.launch_factor,
+            # beside time_scale, what the simulated figures rest on: a twin calibrated to
+            # published figures, or DERIVED from config.json (docs/simulator.md)
+            "twin": self.model.twin,
         })
         return a
 
@@ -740,7 +772,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "load_format": "auto", "reasoning_parser": sim.args["reasoning_parser"],
                 "tool_call_parser": sim.args["tool_call_parser"],
                 "disaggregation_mode": "null", "has_image_understanding": False,
-                "has_audio_understanding": False, "model_type": "bailing_hybrid",
+                "has_audio_understanding": False, "model_type": m.model_type,
                 "architectures": [m.architecture]})
         elif path in ("/server_info", "/get_server_info"):
             self._send(200, sim.server_info())

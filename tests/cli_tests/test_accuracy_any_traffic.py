@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -105,3 +106,23 @@ def test_a_code_sweep_without_gsm8k_data_says_how_to_gate_or_opt_out(tmp_path: P
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "--gsm8k DIR" in out.stderr and "--final-questions 0" in out.stderr
     assert not (tmp_path / "x.db").exists()                  # refused before the study
+
+
+def test_a_code_sweep_reports_pass_at_1_with_its_interval_for_the_finalists_and_baseline(
+        tmp_path: Path) -> None:
+    db = tmp_path / "code.db"
+    _tuner(tmp_path, "sweep", str(SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+           "--workload", "code", "--trials", "12", "--questions", "12",
+           "--final-questions", "60", "--seed", "2", "--study", "k", "--storage", str(db))
+    report = json.loads(_tuner(tmp_path, "report", "k", "--storage", str(db), "--json"))
+    rows = {r["trial"]: r for r in report["leaderboard"]}
+    finalists = [r for r in rows.values() if r["confirmed"]]
+    base = next(r for r in rows.values() if r["differs_from_baseline"] == "(baseline)")
+    assert finalists and base["confirmed"]          # the baseline's launch on the sample
+    for r in [*finalists, base]:
+        kinds = r["accuracy_by_kind"]
+        assert kinds is not None and "GSM8K sample" in kinds, r
+        assert re.search(r"code \d+\.\d% \[\d+\.\d%, \d+\.\d%\] on 12", kinds), kinds
+    text = " ".join(_tuner(tmp_path, "report", "k", "--storage", str(db)).split())
+    shown = re.search(r"code [^]]*\] on 12", finalists[0]["accuracy_by_kind"])
+    assert shown is not None and shown.group(0) in text

@@ -58,10 +58,11 @@ def print_result(r: TrialResult) -> None:
     from rich.table import Table
 
     from tuner.cli._common import console
+    from tuner.trial import clock_label
 
     out = console()
-    clock = (f"simulated machine time (time scale x{r.time_scale:g})" if r.simulated
-             else "wall-clock time")
+    clock = clock_label(r.simulated, r.twin) + (
+        f" (time scale x{r.time_scale:g})" if r.simulated else "")
     out.print(f"[bold]trial[/bold] {r.space} on {r.machine}  engine {r.engine} "
               f"{r.engine_version or ''}  [dim]{clock}[/dim]")
     out.print(f"config  {' '.join(f'{k}={v}' for k, v in r.config.items())}  "

@@ -147,6 +147,7 @@ def _say_pick(result: Any, chosen: Any, pick: str) -> None:
     """What was exported, with the figures `tuner report` shows for it (the same TPOT,
     interval, launches, accept length, accuracy and configuration)."""
     from tuner.cli._common import console
+    from tuner.trial import clock_label
 
     c = console()
     cfg = " ".join(f"{k}={v}" for k, v in chosen.served_config.items())
@@ -155,7 +156,7 @@ def _say_pick(result: Any, chosen: Any, pick: str) -> None:
     c.print(f"trial #{chosen.number} ({status}): {cfg}", highlight=False)
     if result.aggregates is None or chosen.tpot_ms is None:
         return
-    label = " (simulated machine time)" if result.simulated else ""
+    label = f" ({clock_label(True, result.twin)})" if result.simulated else ""
     ci = chosen.tpot_ci95
     n = chosen.launches
     what = f"the mean of {n} launches" if n > 1 else "1 launch, unconfirmed"

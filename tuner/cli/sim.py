@@ -26,12 +26,18 @@ def _run(argv: list[str]) -> None:
 def calibrate(
     json_: bool = typer.Option(False, "--json", help="print rows as JSON"),
     machine: str = typer.Option("dgx-spark", help="machine profile"),
+    model: str | None = typer.Option(
+        None, help="a local checkpoint folder (or its config.json): the twin's predictions "
+        "for it, labelled DERIVED when no calibrated profile matches it"),
 ) -> None:
     """Print every published figure beside the model's prediction, with the error of each.
 
-    Exit code 1 when a checked figure is off by more than 5%.
+    Exit code 1 when a checked figure is off by more than 5%. With --model, a model that has
+    no published figures gets the predictions of its twin DERIVED from config.json, none
+    checked.
     """
-    _run(["-m", "tuner_sim", "calibrate", "--machine", machine, *(["--json"] if json_ else [])])
+    _run(["-m", "tuner_sim", "calibrate", "--machine", machine,
+          *(["--model", model] if model else []), *(["--json"] if json_ else [])])
 
 
 @app.command("serve", context_settings=_PASS)

@@ -139,6 +139,11 @@ class ServerProtocol(abc.ABC):
         """Wall seconds x this = machine seconds (1 for a real server)."""
         return 1.0
 
+    def twin(self, info: dict[str, Any]) -> str | None:
+        """What a simulated server's figures rest on (``calibrated``, or ``DERIVED`` from the
+        model's config.json); None for a real server."""
+        return None
+
     def kv_tokens(self, info: dict[str, Any]) -> int | None:
         """Tokens the server's KV pool holds (its capacity), when it says."""
         return None

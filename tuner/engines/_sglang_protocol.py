@@ -32,7 +32,7 @@ KEPT_FIELDS = (
     "enable_fp32_lm_head", "mem_fraction_static", "max_running_requests",
     "max_total_num_tokens", "context_length", "attention_backend", "quantization",
     "cuda_graph_config", "page_size", "chunked_prefill_size", "time_scale", "startup_time",
-    "flashinfer_mxfp4_moe_precision",
+    "flashinfer_mxfp4_moe_precision", "twin",
 )
 _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|Not enough memory|"
                   r"leave no GPU memory for the KV cache|out of memory", re.I)
@@ -89,6 +89,11 @@ class SGLangProtocol(ServerProtocol):
     def time_scale(self, info: dict[str, Any]) -> float:
         """The simulator reports ``time_scale``; a real server has none (1)."""
         return float(info.get("time_scale", 1.0) or 1.0)
+
+    def twin(self, info: dict[str, Any]) -> str | None:
+        """The simulator reports ``twin`` beside ``time_scale``; a real server has none."""
+        v = info.get("twin")
+        return str(v) if v else None
 
     def metrics(self, client: httpx.Client) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -27,6 +27,7 @@ from tuner.study import artifact_metas
 from tuner.study import study_answer
 from tuner.study import trial_at
 from tuner.trial import TrialResult
+from tuner.trial import clock_label
 
 
 def pick_trial(study: Any, pick: str, trials: list[Any] | None = None) -> Any:
@@ -166,7 +167,8 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "vocab_size": vocab_size,
         "machine": result.machine,
         "engine": {"measured_with": result.engine, "version": result.engine_version,
-                   "simulated": result.simulated, "time_scale": result.time_scale},
+                   "simulated": result.simulated, "time_scale": result.time_scale,
+                   "twin": result.twin},
         "config": result.config,
         "config_hash": result.config_hash,
         "workload": result.workload,
@@ -175,7 +177,7 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
             if regime else ""),
         "regime": regime,
         "figures": figures,
-        "figures_are": ("simulated machine time" if result.simulated else "wall-clock time")
+        "figures_are": clock_label(result.simulated, result.twin)
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",
         "baseline": _baseline(baseline, shown, shown_baseline),
         "speedup": _speedup(baseline, shown_baseline, figures.get("tpot_ms")),

@@ -42,5 +42,6 @@ def replanned_result(study: Any, trial: Any) -> TrialResult:
         machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
         plan=engine.plan(space, config), engine=engine.name,
         engine_version=t.engine_version, simulated=t.simulated, time_scale=t.time_scale,
+        twin=t.twin,
         workload=context.workload, kv_tokens=t.kv_tokens, aggregates=aggregates,
         started_at=t.started_at or "?", host="?")

@@ -18,6 +18,7 @@ import httpx
 from tuner.engines import RequestFailed
 from tuner.engines import ServerProtocol
 from tuner.space import Workload
+from tuner.trial import DERIVED_TWIN
 from tuner.trial import MISSING
 from tuner.trial import aggregate
 from tuner.trial import lookup
@@ -159,7 +160,9 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
                             f"{got:.2f}"))
     tp = expect.get("tpot_ms")
     if tp is not None and agg.tpot_ms is not None:
-        name = f"TPOT (verify workload, {kind})"
+        twin = protocol.twin(info)         # a simulator's twin DERIVED from config.json
+        name = f"TPOT (verify workload, {kind}" + (f", {twin} twin)" if twin == DERIVED_TWIN
+                                                    else ")")
         if comparable:
             checks.append(Check(name, agg.tpot_ms <= tp["max"],
                                 f"<= {tp['max']:.2f} ms (measured {tp['measured']:.2f})",

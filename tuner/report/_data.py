@@ -32,6 +32,8 @@ from tuner.study import context_of
 from tuner.study import regime_answers
 from tuner.study import study_answer
 from tuner.study import summaries
+from tuner.trial import DERIVED_TWIN
+from tuner.trial import clock_label
 
 
 @dataclass
@@ -55,6 +57,13 @@ class StudyData:
     regimes: list[RegimeAnswer] = field(default_factory=list)
     #: the share of the launches' machine time spent starting servers (None: unrecorded)
     overhead: LaunchOverhead | None = None
+    #: the simulator's twin of the model when one launch said DERIVED (None otherwise)
+    twin: str | None = None
+
+    @property
+    def clock(self) -> str:
+        """What the figures are (``simulated machine time, DERIVED twin``, ...)."""
+        return clock_label(self.simulated, self.twin)
 
     @property
     def pick_number(self) -> int | None:
@@ -146,6 +155,8 @@ def _row(c: Configuration) -> dict[str, Any]:
         "baseline_accuracy": acc.baseline if acc is not None else None,
         "paired_drop_pp": acc.drop_pp if acc is not None else None,
         "p_drop": acc.p_drop if acc is not None else None,
+        "accuracy_by_kind": ", ".join(acc.kind_text(k) for k in acc.by_kind)
+        if acc is not None and acc.by_kind else None,
         "accept_length": c.accept_length,
         "ttft_s": t.ttft_s, "class_tpot_ms": t.class_tpot_ms or None,
         "startup_s": t.startup_s,                 # its first launch's, machine seconds
@@ -180,7 +191,14 @@ def collect(study: Any) -> StudyData:
                                                     answer.configurations) else None,
                      workload=workload_text(study),
                      regimes=regime_answers(answer, every),
-                     overhead=launch_overhead(every, context_of(study).simulated))
+                     overhead=launch_overhead(every, context_of(study).simulated,
+                                              _twin(every)),
+                     twin=_twin(every))
+
+
+def _twin(every: list[Any]) -> str | None:
+    """DERIVED when any launch ran on a twin derived from the model's config.json."""
+    return DERIVED_TWIN if any(s.twin == DERIVED_TWIN for s in every) else None
 
 
 def workload_text(study: Any) -> str:

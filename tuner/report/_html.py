@@ -107,7 +107,7 @@ def pareto_figure(data: StudyData) -> Any:
                                                               b["number"]], data),
                                  marker={"color": BASELINE, "size": 16,
                                          "symbol": "diamond-open", "line": {"width": 3}}))
-    unit = " (simulated machine time)" if data.simulated else ""
+    unit = f" ({data.clock})" if data.simulated else ""
     fig.update_layout(
         title=f"{data.name}: TPOT vs GSM8K accuracy{unit}", xaxis_title="TPOT, ms (lower "
         "is better)", yaxis_title="GSM8K accuracy" if data.with_accuracy else "TPOT",
@@ -261,7 +261,7 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     if importance is not None:
         regimes = sum(1 for g in data.regimes if g.rows)
         parts.insert(2 + regimes, f"<p class=note>{IMPORTANCE_NOTE}</p>")
-    clock = ("Figures are simulated machine time (the built-in Spark simulator)."
+    clock = (f"Figures are {data.clock} (the built-in simulator)."
              if data.simulated else "Figures are wall-clock time.")
     from tuner.report._tables import pick_sentence
 

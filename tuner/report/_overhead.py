@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.study import TrialSummary
+from tuner.trial import clock_label
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class LaunchOverhead:
     median_startup_s: float
     longest_startup_s: float
     simulated: bool
+    twin: str | None = None
 
     @property
     def share(self) -> float:
@@ -34,7 +36,7 @@ class LaunchOverhead:
 
     def sentence(self) -> str:
         """``launch overhead: 42 launches, 3.1 h of 9.8 h starting servers (32%) ...``."""
-        clock = " (simulated machine time)" if self.simulated else ""
+        clock = f" ({clock_label(True, self.twin)})" if self.simulated else ""
         return (f"launch overhead: {self.launches} launch{'es' if self.launches != 1 else ''}"
                 f", {duration(self.startup_s)} of {duration(self.total_s)} starting servers "
                 f"({self.share:.0%}); start-up median {duration(self.median_startup_s)}, "
@@ -45,7 +47,7 @@ class LaunchOverhead:
                 "total_s": self.total_s, "share": self.share,
                 "median_startup_s": self.median_startup_s,
                 "longest_startup_s": self.longest_startup_s,
-                "clock": "simulated machine time" if self.simulated else "wall-clock time",
+                "clock": clock_label(self.simulated, self.twin),
                 "text": self.sentence()}
 
 
@@ -58,7 +60,8 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def launch_overhead(rows: list[TrialSummary], simulated: bool) -> LaunchOverhead | None:
+def launch_overhead(rows: list[TrialSummary], simulated: bool, twin: str | None = None
+                    ) -> LaunchOverhead | None:
     """The overhead of ``rows``' launches; None when none recorded its start-up."""
     runs = [s for s in rows if s.launched and s.startup_s is not None and s.total_s
             and s.total_s >= s.startup_s]
@@ -68,4 +71,4 @@ def launch_overhead(rows: list[TrialSummary], simulated: bool) -> LaunchOverhead
     return LaunchOverhead(launches=len(runs), startup_s=sum(starts),
                           total_s=sum(float(s.total_s or 0.0) for s in runs),
                           median_startup_s=statistics.median(starts),
-                          longest_startup_s=max(starts), simulated=simulated)
+                          longest_startup_s=max(starts), simulated=simulated, twin=twin)

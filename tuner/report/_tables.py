@@ -36,6 +36,8 @@ def _row(r: Any, data: StudyData) -> dict[str, Any]:
         "screening_accuracy": _num(r.get("screening_accuracy")),
         "baseline_accuracy": _num(r.get("baseline_accuracy")),
         "paired_drop_pp": _num(r.get("paired_drop_pp")), "p_drop": _num(r.get("p_drop")),
+        "accuracy_by_kind": r.get("accuracy_by_kind") if isinstance(
+            r.get("accuracy_by_kind"), str) else None,
         "first_reading_ms": _num(r.get("first_reading_ms")),
         "accept_length": _num(r.get("accept_length")), "speedup": _num(r.get("speedup")),
         "tpot_ms_by_class": _classes(r.get("class_tpot_ms")),
@@ -88,8 +90,10 @@ def accuracy_text(r: Any, paired: bool = False) -> str:
     if ci:
         out += f" [{ci[0]:.1%}, {ci[1]:.1%}]"
     n, sample = _num(r.get("accuracy_questions")), r.get("accuracy_sample")
+    kinds = r.get("accuracy_by_kind")
     if n:
-        out += f" on {n}" + (f" ({sample})" if sample else "")
+        out += f" on {n}" + (f" ({sample}" + (f": {kinds}" if isinstance(kinds, str) else "")
+                             + ")" if sample else "")
     drop = _num(r.get("paired_drop_pp"))
     if paired and drop is not None:
         out += (f"; the baseline {r['baseline_accuracy']:.1%} on them, {-drop:+.2f} pp "
@@ -155,7 +159,7 @@ def _fmt(v: Any, spec: str) -> str:
 def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataFrame) -> None:
     from rich.table import Table
 
-    clock = "; simulated machine time" if data.simulated else ""
+    clock = f"; {data.clock}" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}{clock}"
               + (f"; measured on {data.workload}" if data.workload else ""))
     note = data.answer.pick_note() if data.answer is not None else None
@@ -214,7 +218,7 @@ def print_answer(out: Any, data: StudyData) -> None:
     each configuration follows on its own wrapped line."""
     from rich.table import Table
 
-    clock = " (simulated machine time)" if data.simulated else ""
+    clock = f" ({data.clock})" if data.simulated else ""
     out.print(f"[bold]{data.name}[/]: {data.summary()}")
     note = data.answer.pick_note() if data.answer is not None else None
     if note:

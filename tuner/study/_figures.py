@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from tuner.study._summary import Role
@@ -47,6 +48,9 @@ class Accuracy:
     drop_pp: float | None = None
     pairs: int = 0
     p_drop: float | None = None
+    #: each scored kind of question of that launch (``code`` pass@1, ``GSM8K sample``...)
+    #: -> (accuracy, scored, Wilson low, high); empty for one kind alone
+    by_kind: dict[str, tuple[float, int, float, float]] = field(default_factory=dict)
 
     @property
     def paired(self) -> bool:
@@ -56,11 +60,18 @@ class Accuracy:
         """``90.0% on 300 questions (final sample; the baseline 90.3% on them, -0.33 pp
         paired, p = 0.62)``: every output's words for it."""
         out = f"{self.value:.1%} on {self.questions} questions ({self.sample}"
+        if self.by_kind:
+            out += ": " + ", ".join(self.kind_text(k) for k in self.by_kind)
         if self.paired:
             assert self.drop_pp is not None and self.baseline is not None
             out += (f"; the baseline {self.baseline:.1%} on them, {-self.drop_pp:+.2f} pp "
                     f"paired, p = {self.p_drop:.2g}")
         return out + ")"
+
+    def kind_text(self, kind: str) -> str:
+        """``code 82.3% [75.8%, 87.4%] on 164``: one kind's figure (HumanEval's pass@1)."""
+        acc, n, lo, hi = self.by_kind[kind]
+        return f"{kind} {acc:.1%} [{lo:.1%}, {hi:.1%}] on {n}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"accuracy": self.value, "accuracy_ci95": list(self.ci95) if self.ci95
@@ -68,7 +79,10 @@ class Accuracy:
                 "sample": self.sample, "screening_accuracy": self.screening,
                 "screening_questions": self.screening_questions,
                 "baseline_accuracy": self.baseline, "paired_drop_pp": self.drop_pp,
-                "paired_questions": self.pairs, "p_drop": self.p_drop}
+                "paired_questions": self.pairs, "p_drop": self.p_drop,
+                "accuracy_by_kind": {k: {"accuracy": v[0], "scored": v[1],
+                                         "ci95": [v[2], v[3]]}
+                                     for k, v in self.by_kind.items()} or None}
 
 
 def _scored(s: TrialSummary) -> bool:
@@ -99,7 +113,9 @@ def accuracy_of(launches: list[TrialSummary], baseline: list[TrialSummary]
         questions=len(best.per_question), launch=best.number,
         sample=("final sample" if best.final_sample else "screening"
                 if best.number == launches[0].number else "a finals launch"),
-        screening=first.accuracy, screening_questions=len(first.per_question or {}))
+        screening=first.accuracy, screening_questions=len(first.per_question or {}),
+        by_kind={k: (float(v[0]), int(v[1]), float(v[2]), float(v[3]))
+                 for k, v in best.class_accuracy.items()})
     mine = set(best.per_question)
     # what the gate compared it with: the baseline's launches on the same kind of sample
     refs = [s for s in baseline if _scored(s) and s.number != best.number

@@ -62,7 +62,7 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
     attrs: dict[str, Any] = {
         "config_hash": result.config_hash, "config": result.config, "status": result.status,
         "engine": result.engine, "engine_version": result.engine_version,
-        "simulated": result.simulated, "time_scale": result.time_scale,
+        "simulated": result.simulated, "time_scale": result.time_scale, "twin": result.twin,
         "effect": {c.knob: c.verdict for c in result.effect},
         "startup_s": result.timings.startup_s, "total_s": result.timings.total_s,
         "kv_tokens": result.kv_tokens, "host": result.host,
@@ -85,6 +85,9 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
         })
         if a.shown_classes():
             attrs["class_tpot_ms"] = {c: f.tpot_ms for c, f in a.shown_classes().items()}
+        kinds = class_accuracy(a)
+        if kinds:
+            attrs["class_accuracy"] = kinds
         if baseline_tpot and a.tpot_ms:
             attrs["speedup"] = baseline_tpot / a.tpot_ms
     if result.regimes:
@@ -189,3 +192,24 @@ def write_legacy_constraints(study: Any, trial_id: int, values: list[float]) -> 
     draws gated trials as feasible (docs/optuna-ray-facts.md, Optuna 3). Optuna merges both
     formats into ``trial.constraints`` with the same feasibility."""
     study._storage.set_trial_system_attr(trial_id, "constraints", values)
+
+
+#: the kind of question the GSM8K accuracy sample beside a workload is (``class_accuracy``)
+SAMPLE_KIND = "GSM8K sample"
+
+
+def class_accuracy(a: Any) -> dict[str, list[float]]:
+    """Each scored kind of question of a launch (its workload's scored classes: ``code``'s
+    pass@1, ``math``'s GSM8K; and the GSM8K sample beside a workload) -> [accuracy,
+    scored, Wilson low, high]; empty when at most one kind was scored on the workload alone
+    (its figure is the launch's accuracy)."""
+    def row(f: Any) -> list[float]:
+        ci = f.accuracy_ci95
+        return [f.accuracy, f.scored, ci.low if ci else f.accuracy,
+                ci.high if ci else f.accuracy]
+
+    out = {c: row(f) for c, f in (a.per_class or {}).items() if f.scored}
+    if a.sample is not None and a.sample.scored:
+        out[SAMPLE_KIND] = row(a.sample)
+    return out if out and (len(out) > 1 or a.sample is not None
+                           or next(iter(out)) != "math") else {}

@@ -44,6 +44,9 @@ class TrialSummary:
     ttft_s: float | None = None
     #: TPOT per content class of a mixed workload, this launch's (ms)
     class_tpot_ms: dict[str, float | None] = field(default_factory=dict)
+    #: each scored kind of question on this launch (``code``, ``math``, ``GSM8K sample``)
+    #: -> [accuracy, scored, Wilson low, high] (``_record.class_accuracy``)
+    class_accuracy: dict[str, list[float]] = field(default_factory=dict)
     #: each load regime's figures on this launch, by name (tuner.trial.RegimeResult's)
     regimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     speedup: float | None = None
@@ -69,6 +72,7 @@ class TrialSummary:
     engine_version: str | None = None
     simulated: bool = False
     time_scale: float = 1.0
+    twin: str | None = None                      # the simulator's: calibrated or DERIVED
     startup_s: float | None = None               # machine seconds: start-up, whole launch
     total_s: float | None = None
     started_at: str | None = None                # ISO times of the Optuna trial
@@ -105,7 +109,8 @@ def summarize(trial: Any) -> TrialSummary:
         decode_tok_s=a.get("decode_tok_s"), accuracy=a.get("accuracy"),
         accuracy_ci95=a.get("accuracy_ci95"), accept_length=a.get("accept_length"),
         ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
-        class_tpot_ms=dict(a.get("class_tpot_ms") or {}), regimes=dict(a.get("regimes") or {}),
+        class_tpot_ms=dict(a.get("class_tpot_ms") or {}),
+        class_accuracy=dict(a.get("class_accuracy") or {}), regimes=dict(a.get("regimes") or {}),
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
@@ -113,7 +118,8 @@ def summarize(trial: Any) -> TrialSummary:
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
-        time_scale=float(a.get("time_scale") or 1.0), startup_s=a.get("startup_s"),
+        time_scale=float(a.get("time_scale") or 1.0), twin=a.get("twin"),
+        startup_s=a.get("startup_s"),
         total_s=a.get("total_s"), started_at=_iso(trial.datetime_start),
         completed_at=_iso(trial.datetime_complete))
 

@@ -16,6 +16,7 @@ from tuner.errors import clip
 from tuner.errors import counted
 from tuner.study import Role
 from tuner.study import SweepStudy
+from tuner.trial import DERIVED_TWIN
 from tuner.trial import TrialResult
 
 
@@ -116,4 +117,6 @@ def told(n: int, result: TrialResult, state: str) -> str:
                f"{acc} - {verdict}") if a and a.tpot_ms else f"#{n} {verdict}"
     if result.timings.startup_s is not None:
         out += f" (start-up {result.timings.startup_s:.0f} s)"
+    if result.twin == DERIVED_TWIN:        # simulated figures no published number checks
+        out += " [DERIVED twin]"
     return out

@@ -11,8 +11,10 @@ from tuner.trial._regimes import RegimeResult
 from tuner.trial._regimes import queue_notes
 from tuner.trial._requests import RequestRecord
 from tuner.trial._requests import run_requests
+from tuner.trial._result import DERIVED_TWIN
 from tuner.trial._result import REASONS
 from tuner.trial._result import TrialResult
+from tuner.trial._result import clock_label
 from tuner.trial._run import EarlyStop
 from tuner.trial._run import TrialOptions
 from tuner.trial._run import run_trial
@@ -21,8 +23,10 @@ from tuner.trial._stats import Aggregates
 from tuner.trial._stats import aggregate
 
 
-__all__ = ["MISSING", "REASONS", "Aggregates", "EarlyStop", "PairedAccuracy", "RegimeResult",
+__all__ = ["DERIVED_TWIN", "MISSING", "REASONS", "Aggregates", "EarlyStop", "PairedAccuracy",
+           "RegimeResult",
            "RequestRecord",
-           "TrialOptions", "TrialResult", "aggregate", "detectable_drop", "gate_power",
+           "TrialOptions", "TrialResult", "aggregate", "clock_label", "detectable_drop",
+           "gate_power",
            "lookup", "paired_accuracy", "queue_notes", "run_requests", "run_trial",
            "same_value", "workload_vocab"]

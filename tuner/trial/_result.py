@@ -25,6 +25,17 @@ from tuner.trial._stats import Aggregates
 
 
 SCHEMA_VERSION = 1
+#: a simulated server's twin derived from the model's config.json: figures that no
+#: published number checks (the simulator's ``/server_info`` says ``twin``)
+DERIVED_TWIN = "DERIVED"
+
+
+def clock_label(simulated: bool, twin: str | None = None) -> str:
+    """What a launch's figures are: wall-clock time, or simulated machine time, and when
+    the simulator's twin of the model was DERIVED from its config.json, that."""
+    if not simulated:
+        return "wall-clock time"
+    return "simulated machine time" + (", DERIVED twin" if twin == DERIVED_TWIN else "")
 Reason = Literal["launch_error", "startup_timeout", "oom", "crashed", "unsupported_knob",
                  "effect_mismatch", "bench_error", "worker_lost", "cancelled",
                  "would_exhaust_memory", "dominated", "collapsed"]
@@ -66,6 +77,9 @@ class TrialResult(BaseModel):
     engine_version: str | None = None
     simulated: bool = False
     time_scale: float = 1.0
+    #: what a simulated server's figures rest on: ``calibrated`` or ``DERIVED`` (a twin
+    #: derived from the model's config.json, checked against no published figure)
+    twin: str | None = None
     workload: dict[str, Any]
     timings: Timings = Field(default_factory=Timings)
     server_info: dict[str, Any] = Field(default_factory=dict)

@@ -258,6 +258,7 @@ def _prove(result: TrialResult, server: ServerProcess, protocol: ServerProtocol,
         if result.plan.metrics:
             result.metrics = protocol.metrics(c)
     result.time_scale = scale
+    result.twin = protocol.twin(info)
     result.engine_version = protocol.version(info)
     result.kv_tokens = protocol.kv_tokens(info)
     read = {f.split(".")[0] for ev in result.plan.evidence       # what the evidence reads:

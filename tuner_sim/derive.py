@@ -1,0 +1,336 @@
+"""The derived twin: a model profile computed from a checkpoint's ``config.json``.
+
+A model without published numbers gets the byte and FLOP counts the performance and
+memory models need from its architecture (docs/simulator.md, "The derived twin"), each
+DERIVED by a stated rule; the efficiencies and fixed costs come from the machine profile
+(ASSUMED there) and the acceptance and answer behaviour from ``profiles/defaults/
+derived-model.yaml`` (ASSUMED). What it reads:
+
+* layers and their kinds: ``layer_types`` (full, sliding-window, linear attention),
+  ``full_attention_interval`` (Qwen3-Next: one full-attention layer in n, the rest Gated
+  DeltaNet), ``layer_group_size`` (Ling's bailing_hybrid: one MLA layer closing each group,
+  the rest KDA), MLA where ``kv_lora_rank`` is set (DeepSeek, Ling), else GQA;
+* MoE: routed experts (``num_experts`` / ``n_routed_experts`` / ``num_local_experts``),
+  top-k, expert width (``moe_intermediate_size``, else ``intermediate_size``), which layers
+  are MoE (``first_k_dense_replace``, ``mlp_only_layers``, ``decoder_sparse_step``,
+  ``moe_layer_freq``), shared experts (``n_shared_experts`` x width, or
+  ``shared_expert_intermediate_size``);
+* the NEXTN (MTP) layers in the checkpoint (``num_nextn_predict_layers``,
+  ``mtp_num_hidden_layers``; Qwen3-Next's one, which SGLang assumes);
+* each part's precision (:mod:`tuner_sim.precision`), the vocabulary, tied embeddings and
+  the context length.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from tuner_sim.precision import DeriveError
+from tuner_sim.precision import bytes_per_param
+from tuner_sim.precision import model_dtype
+from tuner_sim.precision import precisions
+from tuner_sim.profiles import DERIVED
+from tuner_sim.profiles import DSparkDraft
+from tuner_sim.profiles import Model
+from tuner_sim.profiles import NextN
+
+
+__all__ = ["DeriveError", "config_path", "derive_dspark", "derive_model", "read_config"]
+
+#: SGLang 0.5.23's DSPARK gamma when the draft's config gives none (dspark_config.py)
+DEFAULT_DSPARK_GAMMA = 7
+
+
+def config_path(model_path: str) -> Path | None:
+    """The ``config.json`` of a local checkpoint folder, or ``model_path`` itself when it
+    names a JSON file; None when neither exists."""
+    p = Path(model_path).expanduser()
+    if p.is_file() and p.suffix == ".json":
+        return p
+    return p / "config.json" if (p / "config.json").is_file() else None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DeriveError(f"{path}: not a readable JSON file ({exc.__class__.__name__})"
+                          ) from None
+    if not isinstance(cfg, dict):
+        raise DeriveError(f"{path}: not a JSON object")
+    text = cfg.get("text_config")
+    return {**cfg, **text} if isinstance(text, dict) else cfg
+
+
+def _int(cfg: dict[str, Any], *names: str, default: int | None = None) -> int:
+    for n in names:
+        v = cfg.get(n)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    if default is None:
+        raise DeriveError(f"config.json has no {' / '.join(names)}")
+    return default
+
+
+@dataclass
+class Shape:
+    """What one decoder stack holds, in parameters, bytes and FLOPs (one of each layer
+    kind counted where it is)."""
+
+    attention: float = 0.0          # params: every attention / linear-attention projection
+    dense_mlp: float = 0.0          # params: MLPs of the dense (non-MoE) layers
+    shared: float = 0.0             # params: shared experts of the MoE layers
+    router: float = 0.0             # params: routers (and shared-expert gates)
+    kv_bytes: int = 0               # per token: full-attention and MLA layers
+    window_bytes: int = 0           # per token: sliding-window layers
+    state_bytes: float = 0.0        # per request: linear-attention recurrent + conv state
+    attn_flops: float = 0.0         # prefill, per (token, context token): full layers
+    window_flops: float = 0.0       # the same, sliding-window layers
+    kinds: list[str] = field(default_factory=list)
+
+
+def layer_kinds(cfg: dict[str, Any], layers: int) -> list[str]:
+    """Each decoder layer's attention: ``full`` (GQA/MHA), ``mla``, ``sliding`` or
+    ``linear``."""
+    full = "mla" if cfg.get("kv_lora_rank") is not None else "full"
+    names = cfg.get("layer_types")
+    if isinstance(names, list) and len(names) == layers:
+        table = {"full_attention": full, "attention": full, "sliding_attention": "sliding",
+                 "linear_attention": "linear"}
+        unknown = sorted({str(n) for n in names} - set(table))
+        if unknown:
+            raise DeriveError(f"layer_types {unknown} are not understood")
+        return [table[str(n)] for n in names]
+    if isinstance(cfg.get("full_attention_interval"), int):
+        n = int(cfg["full_attention_interval"])
+        return [full if (i + 1) % n == 0 else "linear" for i in range(layers)]
+    if isinstance(cfg.get("layer_group_size"), int):       # bailing_hybrid (Ling 3.0)
+        g = int(cfg["layer_group_size"])
+        whole = layers // g * g
+        return [full if (i + 1) % g == 0 or i >= whole else "linear" for i in range(layers)]
+    return [full] * layers
+
+
+def moe_layer_flags(cfg: dict[str, Any], layers: int) -> list[bool]:
+    first = _int(cfg, "first_k_dense_replace", default=0)
+    only = {int(i) for i in cfg.get("mlp_only_layers") or []}
+    step = _int(cfg, "decoder_sparse_step", default=1) or 1
+    freq = cfg.get("moe_layer_freq", 1)
+    out = []
+    for i in range(layers):
+        if isinstance(freq, list):
+            on = i < len(freq) and bool(freq[i])
+        else:
+            on = (i - first) % max(1, int(freq or 1)) == 0
+        out.append(on and i >= first and i not in only and (i + 1) % step == 0)
+    return out
+
+
+def _attention(cfg: dict[str, Any], kind: str, h: int, kv_dtype: float) -> tuple[
+        float, int, float, float]:
+    """One layer of ``kind``: (params, KV bytes per token, prefill FLOPs per pair, state
+    bytes per request)."""
+    heads = _int(cfg, "num_attention_heads", "n_head")
+    if kind == "mla":
+        kvr, rope = _int(cfg, "kv_lora_rank"), _int(cfg, "qk_rope_head_dim")
+        nope, v = _int(cfg, "qk_nope_head_dim"), _int(cfg, "v_head_dim")
+        qr = cfg.get("q_lora_rank")
+        q = h * qr + qr * heads * (nope + rope) if isinstance(qr, int) else h * heads * (
+            nope + rope)
+        gate = h * heads if cfg.get("gated_attention_proj_granularity_type") == "head_wise" \
+            else 0
+        params = q + h * (kvr + rope) + kvr * heads * (nope + v) + heads * v * h + gate
+        # the cache holds the compressed latent and the rope key; prefill runs MHA
+        return params, int((kvr + rope) * kv_dtype), 2.0 * heads * (nope + rope + v), 0.0
+    hd = _int(cfg, "head_dim", default=h // heads)
+    if kind in ("full", "sliding"):
+        kvh = _int(cfg, "num_key_value_heads", default=heads)
+        gated = cfg.get("attn_output_gate", cfg.get("model_type") == "qwen3_next")
+        q = h * heads * hd * (2 if gated else 1)
+        params = q + 2 * h * kvh * hd + heads * hd * h
+        return params, int(2 * kvh * hd * kv_dtype), 4.0 * heads * hd, 0.0
+    return _linear_attention(cfg, h, heads, hd, kv_dtype)
+
+
+def _linear_attention(cfg: dict[str, Any], h: int, heads: int, hd: int, dtype: float
+                      ) -> tuple[float, int, float, float]:
+    """A Gated DeltaNet (Qwen3-Next) or KDA (Ling) layer: its projections, and a state of
+    heads x d_k x d_v plus the short convolution's last kernel - 1 inputs, per request."""
+    if "linear_num_value_heads" in cfg:                    # Gated DeltaNet
+        nk, nv = _int(cfg, "linear_num_key_heads"), _int(cfg, "linear_num_value_heads")
+        dk, dv = _int(cfg, "linear_key_head_dim"), _int(cfg, "linear_value_head_dim")
+        kernel = _int(cfg, "linear_conv_kernel_dim", default=4)
+        conv = 2 * nk * dk + nv * dv
+        params = h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + conv * kernel + nv * dv * h
+        state = nv * dk * dv * dtype + (kernel - 1) * conv * dtype
+        return params, 0, 0.0, state
+    if cfg.get("model_type") == "bailing_hybrid" or "kda_lower_bound" in cfg:   # KDA
+        kernel = _int(cfg, "short_conv_kernel_size", default=4)
+        proj = heads * hd
+        # q, k, v, o at full rank; the forget and output gates full rank without LoRA
+        gates = 2 * h * proj if cfg.get("no_kda_lora") else 2 * (h * hd + hd * proj)
+        params = 4 * h * proj + gates + h * heads + 3 * proj * kernel
+        state = heads * hd * hd * dtype + (kernel - 1) * 3 * proj * dtype
+        return params, 0, 0.0, state
+    raise DeriveError("linear-attention layers of an unknown kind (neither Gated DeltaNet's "
+                      "linear_* fields nor KDA's)")
+
+
+def _experts(cfg: dict[str, Any]) -> tuple[int, int, int]:
+    """(routed experts, experts per token, one expert's width)."""
+    e = _int(cfg, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+             default=0)
+    if e <= 0:
+        raise DeriveError("config.json describes no routed experts (num_experts, "
+                          "n_routed_experts, num_local_experts): the simulator derives MoE "
+                          "twins only")
+    k = _int(cfg, "num_experts_per_tok", "experts_per_token", "moe_topk")
+    width = _int(cfg, "moe_intermediate_size", "intermediate_size")
+    return e, k, width
+
+
+def _shared_width(cfg: dict[str, Any]) -> int:
+    n = _int(cfg, "n_shared_experts", "num_shared_experts", default=0)
+    if n:
+        return n * _int(cfg, "moe_shared_expert_intermediate_size", "moe_intermediate_size")
+    return _int(cfg, "shared_expert_intermediate_size", default=0)
+
+
+def shape(cfg: dict[str, Any], layers: int) -> Shape:
+    h = _int(cfg, "hidden_size", "d_model")
+    kv_dtype = bytes_per_param(model_dtype(cfg))
+    e, _, _ = _experts(cfg)
+    moe = moe_layer_flags(cfg, layers)
+    s = Shape(kinds=layer_kinds(cfg, layers))
+    shared = _shared_width(cfg)
+    for kind, is_moe in zip(s.kinds, moe, strict=True):
+        params, kv, flops, state = _attention(cfg, kind, h, kv_dtype)
+        s.attention += params
+        s.state_bytes += state
+        if kind == "sliding":
+            s.window_bytes += kv
+            s.window_flops += flops
+        else:
+            s.kv_bytes += kv
+            s.attn_flops += flops
+        if is_moe:
+            s.shared += 3 * h * shared
+            s.router += h * e + (h if shared and "shared_expert_intermediate_size" in cfg
+                                 else 0)
+        else:
+            s.dense_mlp += 3 * h * _int(cfg, "intermediate_size")
+    return s
+
+
+def mtp_layers(cfg: dict[str, Any]) -> int:
+    n = _int(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_num_layers",
+             default=0)
+    if n == 0 and str((cfg.get("architectures") or [""])[0]).startswith("Qwen3Next"):
+        return 1                      # SGLang's model config assumes Qwen3-Next's one
+    return n
+
+
+def _dominant(prec: dict[str, str], s: Shape) -> str:
+    """The precision most of the dense weights (attention, shared, dense MLPs) are in."""
+    return prec["attention"] if s.attention >= s.shared + s.dense_mlp else prec["shared"]
+
+
+def _nextn(cfg: dict[str, Any], h: int, b: dict[str, float]) -> NextN:
+    """One NEXTN (MTP) layer: a full-attention (or MLA) decoder layer with a MoE MLP, plus
+    its projection of [embedding; hidden] (2h x h); it shares the target's embedding and
+    LM head. SGLang drafts with one such layer whatever the checkpoint holds."""
+    e, _, width = _experts(cfg)
+    kind = "mla" if cfg.get("kv_lora_rank") is not None else "full"
+    attn, kv, _, _ = _attention(cfg, kind, h, bytes_per_param(model_dtype(cfg)))
+    dense = (attn + 2 * h * h) * b["attention"] + 3 * h * _shared_width(cfg) * b["shared"] \
+        + h * e * b["router"]
+    experts = e * 3 * h * width * b["experts"]
+    return NextN(weights_gb=(dense + experts) / 1e9, dense_active_gb=dense / 1e9,
+                 kv_bytes_per_token=kv, moe_layers=1)
+
+
+def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
+    """The twin of the checkpoint whose config.json is at ``path``. ``defaults``: the
+    ASSUMED sections (acceptance, routing overlap, answer behaviour)."""
+    cfg = read_config(path)
+    archs = cfg.get("architectures")
+    if not isinstance(archs, list) or not archs:
+        raise DeriveError(f"{path}: config.json names no architectures")
+    layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layer")
+    h = _int(cfg, "hidden_size", "d_model")
+    e, k, width = _experts(cfg)
+    prec = precisions(cfg)
+    b = {part: bytes_per_param(p) for part, p in prec.items() if part != "method"}
+    s = shape(cfg, layers)
+    moe_layers = sum(moe_layer_flags(cfg, layers))
+    expert = 3 * h * width
+    dense = s.attention + s.shared + s.dense_mlp + s.router
+    vocab = _int(cfg, "vocab_size")
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    dense_gb = (s.attention * b["attention"] + (s.shared + s.dense_mlp) * b["shared"]
+                + s.router * b["router"]) / 1e9
+    folder = path.parent if path.name == "config.json" else path
+    data = {
+        **defaults, "id": folder.name if path.name == "config.json" else path.stem,
+        "aliases": [], "twin": DERIVED, "architecture": str(archs[0]),
+        "model_type": str(cfg.get("model_type") or ""), "served_model_name": str(folder),
+        "params_total_b": (moe_layers * e * expert + dense + vocab * h * (1 if tied else 2))
+        / 1e9,
+        # matmul weights one prefill token passes through (the LM head runs on the last
+        # token only)
+        "params_active_b": (moe_layers * k * expert + dense) / 1e9,
+        "layers": layers, "moe_layers": moe_layers, "mla_layers": s.kinds.count("mla"),
+        "routed_experts": e, "experts_per_token": k, "hidden_size": h,
+        "moe_intermediate_size": width, "vocab_size": vocab,
+        "context_length": _int(cfg, "max_position_embeddings", "seq_length",
+                               "model_max_length"),
+        "quantization": {**prec, "dense": _dominant(prec, s)},
+        "expert_bytes_per_param": b["experts"], "dense_active_gb": dense_gb,
+        "embedding_gb": 0.0 if tied else vocab * h * b["embedding"] / 1e9,
+        "lm_head_params_m": vocab * h / 1e6, "lm_head_bytes_per_param": b["lm_head"],
+        "kv_bytes_per_token": s.kv_bytes, "kv_window_bytes_per_token": s.window_bytes,
+        "kv_window_tokens": _int(cfg, "sliding_window", default=0) if s.window_bytes else 0,
+        "linear_state_gb_per_request": s.state_bytes / 1e9,
+        "state_bytes_per_step": 2.0 * s.state_bytes,       # read, then written back
+        "prefill_attn_flops_per_pair": s.attn_flops,
+        "prefill_window_flops_per_pair": s.window_flops,
+        "nextn": _nextn(cfg, h, b) if mtp_layers(cfg) else None,
+    }
+    return Model.model_validate(data)
+
+
+def derive_dspark(path: Path) -> DSparkDraft:
+    """A DSPARK block draft from its checkpoint's config.json: a dense stack (attention and
+    MLP per layer) sharing the target's embedding and LM head, in its own dtype."""
+    cfg = read_config(path)
+    layers = _int(cfg, "num_hidden_layers", "num_layers")
+    h = _int(cfg, "hidden_size")
+    dtype = bytes_per_param(model_dtype(cfg))
+    attn, kv, _, _ = _attention(cfg, "full", h, dtype)
+    params = layers * (attn + 3 * h * _int(cfg, "intermediate_size", default=0))
+    block = cfg.get("dspark_block_size", cfg.get("block_size"))
+    folder = path.parent if path.name == "config.json" else path
+    return DSparkDraft(
+        aliases=[folder.name], architecture=str((cfg.get("architectures") or ["?"])[0]),
+        block_size=block if isinstance(block, int) else DEFAULT_DSPARK_GAMMA,
+        resident_gb=params * dtype / 1e9, dense_read_gb=params * dtype / 1e9,
+        kv_bytes_per_token=layers * kv, params_b=params / 1e9, per_request_gb=0.0,
+        confidence_head=False)
+
+
+def describe(m: Model) -> str:
+    """One line: what the twin was derived to (the server's start-up log, calibrate)."""
+    q = m.quantization
+    mtp = f"NEXTN layer {m.nextn.weights_gb:.2f} GB" if m.nextn else "no NEXTN layer"
+    return (f"{m.architecture}: {m.params_total_b:.1f} B parameters, {m.params_active_b:.2f} B "
+            f"active per token; {m.moe_layers} MoE layers x {m.routed_experts} experts (top "
+            f"{m.experts_per_token}, {q.get('experts')}), dense {q.get('dense')}, LM head "
+            f"{q.get('lm_head')}; weights {m.weights_gb:.2f} GB; KV {m.kv_bytes_per_token} "
+            f"B/token" + (f" + {m.kv_window_bytes_per_token} B/token over a "
+                          f"{m.kv_window_tokens}-token window" if m.kv_window_tokens else "")
+            + (f", linear-attention state {m.linear_state_gb_per_request * 1e3:.1f} MB per "
+               "request" if m.linear_state_gb_per_request else "") + f"; {mtp}")
