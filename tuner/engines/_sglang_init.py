@@ -38,6 +38,8 @@ from tuner.engines._sglang_init_tables import SPARK_ATTENTION
 from tuner.engines._sglang_init_tables import SPARK_ENV
 from tuner.engines._sglang_init_tables import SPARK_FLAGS
 from tuner.engines._sglang_init_tables import Recipe
+from tuner.engines._sglang_kernels import KERNELS
+from tuner.engines._sglang_kernels import attention_fix
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,31 @@ def _dspark(req: InitRequest, caps: Capabilities, values: dict[str, Any],
         "evidence": _si("speculative_dspark_block_size", "{value}")}))
 
 
-def _fixed(req: InitRequest, recipe: Recipe | None, out: InitSpace) -> None:
+def _kernel_fixes(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
+    """Settings the installation needs: SGLang's default picks a kernel it lacks."""
+    if caps.kernels is None:
+        out.header.append("Kernels: the installation's were not read (" + (
+            "no SGLang installed here" if not caps.found else "its inventory could not be "
+            "read") + "): SGLang's own attention pick is kept; run `tuner init` where the "
+            "engine is installed")
+        return
+    have = ", ".join(f"{what}: {'yes' if caps.kernels.get(key) else 'no'}"
+                     for key, what in KERNELS.items())
+    out.header.append(f"Kernels: read from the installation ({have})")
+    fix = attention_fix(caps.kernels, req.major)
+    if fix is None or "--attention-backend" in out.fixed_flags:
+        return
+    backend, reason = fix
+    if caps.accepts("--attention-backend", backend) is False:
+        out.left_out.append(f"--attention-backend {backend}: needed ({reason}) but not a "
+                            "choice of this engine")
+        return
+    out.fixed_flags["--attention-backend"] = backend
+    out.fixed_reasons.append(reason)
+
+
+def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
+           out: InitSpace) -> None:
     if recipe is not None:
         out.fixed_flags.update(recipe.fixed_flags)
         out.fixed_env.update(recipe.fixed_env)
@@ -299,6 +325,7 @@ def _fixed(req: InitRequest, recipe: Recipe | None, out: InitSpace) -> None:
                                  "no FA3), DeepGEMM off and CUTLASS FP8 GEMMs (sm_121), "
                                  "FlashInfer autotune off and 8,192-token prefill chunks, "
                                  "as the Spark cookbook runs")
+    _kernel_fixes(req, caps, out)
     if req.gpus > 1:
         out.fixed_flags["--tp-size"] = req.gpus
         out.fixed_reasons.append(f"--tp-size {req.gpus}: the weights split over the "
@@ -324,7 +351,7 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     recipe = RECIPES.get((req.architecture, req.quantization, req.machine))
     out = InitSpace(fixed_flags={}, fixed_env={}, limits={}, knobs=[], baseline={},
                     header=[], left_out=[], fixed_reasons=[])
-    _fixed(req, recipe, out)
+    _fixed(req, recipe, caps, out)
     single = _moe_knob(req, caps, out)
     if single is not None:
         out.left_out.append(f"--moe-runner-backend: only {single} serves this layout here")
@@ -337,7 +364,7 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
         out.header.append(f"Baseline: {recipe.source}, with documented deviations:")
         out.header += [f"  * {d}" for d in recipe.deviations]
     else:
-        out.header.append("Baseline: SGLang 0.5.23's own defaults for this model on this "
+        out.header.append("Baseline: SGLang's own defaults for this model on this "
                           "machine (every knob at the value SGLang picks when unset).")
     return out
 
