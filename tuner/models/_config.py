@@ -236,7 +236,9 @@ def _qwen_moe(r: _Reader, folder: Path, *, hybrid: bool) -> dict[str, Any]:
     if r.integer("decoder_sparse_step", 1) != 1 or r.data.get("mlp_only_layers"):
         raise r.fail("decoder_sparse_step", "only every-layer MoE is understood")
     out.update(
-        attention="gqa", routed_experts=r.integer("num_experts", low=2),
+        # transformers 5 saves Qwen3-MoE's count as num_local_experts (its attribute_map
+        # keeps num_experts readable, so SGLang reads either; seen on the H200's tiny model)
+        attention="gqa", routed_experts=r.first(("num_experts", "num_local_experts")),
         experts_per_token=r.integer("num_experts_per_tok"),
         moe_intermediate_size=r.integer("moe_intermediate_size", low=1),
         shared_intermediate_size=r.integer("shared_expert_intermediate_size", 0),
