@@ -37,9 +37,9 @@ from tuner.engines._sglang_init_tables import RECIPES
 from tuner.engines._sglang_init_tables import SPARK_ATTENTION
 from tuner.engines._sglang_init_tables import SPARK_ENV
 from tuner.engines._sglang_init_tables import SPARK_FLAGS
+from tuner.engines._sglang_init_tables import TOPK_REFUSES
 from tuner.engines._sglang_init_tables import Recipe
-from tuner.engines._sglang_kernels import KERNELS
-from tuner.engines._sglang_kernels import attention_fix
+from tuner.engines._sglang_kernels import apply_kernel_fixes
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,11 @@ def _moe_knob(req: InitRequest, caps: Capabilities, out: InitSpace) -> str | Non
     the engine accepts; its baseline SGLang's own resolution of ``auto``."""
     resolved = AUTO_RESOLVES.get((req.architecture, req.quantization), {}).get(req.major)
     backends = []
+    refused = TOPK_REFUSES.get((req.architecture, req.quantization), {})
     for b in MOE_BACKENDS[req.quantization]:
-        if req.major not in b.majors:
+        if b.name in refused:
+            out.left_out.append(f"--moe-runner-backend {b.name}: {refused[b.name]}")
+        elif req.major not in b.majors:
             out.left_out.append(f"--moe-runner-backend {b.name}: not served on this GPU "
                                 f"(sm {req.major}x; {b.source})")
         elif b.name != "auto" and caps.accepts("--moe-runner-backend", b.name) is False:
@@ -274,29 +277,6 @@ def _dspark(req: InitRequest, caps: Capabilities, values: dict[str, Any],
         "evidence": _si("speculative_dspark_block_size", "{value}")}))
 
 
-def _kernel_fixes(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
-    """Settings the installation needs: SGLang's default picks a kernel it lacks."""
-    if caps.kernels is None:
-        out.header.append("Kernels: the installation's were not read (" + (
-            "no SGLang installed here" if not caps.found else "its inventory could not be "
-            "read") + "): SGLang's own attention pick is kept; run `tuner init` where the "
-            "engine is installed")
-        return
-    have = ", ".join(f"{what}: {'yes' if caps.kernels.get(key) else 'no'}"
-                     for key, what in KERNELS.items())
-    out.header.append(f"Kernels: read from the installation ({have})")
-    fix = attention_fix(caps.kernels, req.major)
-    if fix is None or "--attention-backend" in out.fixed_flags:
-        return
-    backend, reason = fix
-    if caps.accepts("--attention-backend", backend) is False:
-        out.left_out.append(f"--attention-backend {backend}: needed ({reason}) but not a "
-                            "choice of this engine")
-        return
-    out.fixed_flags["--attention-backend"] = backend
-    out.fixed_reasons.append(reason)
-
-
 def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
            out: InitSpace) -> None:
     if recipe is not None:
@@ -325,7 +305,6 @@ def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
                                  "no FA3), DeepGEMM off and CUTLASS FP8 GEMMs (sm_121), "
                                  "FlashInfer autotune off and 8,192-token prefill chunks, "
                                  "as the Spark cookbook runs")
-    _kernel_fixes(req, caps, out)
     if req.gpus > 1:
         out.fixed_flags["--tp-size"] = req.gpus
         out.fixed_reasons.append(f"--tp-size {req.gpus}: the weights split over the "
@@ -358,6 +337,7 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     _precision_knobs(req, caps, out)
     _lm_head_knob(req, caps, out, recipe)
     _speculation(req, caps, out)
+    apply_kernel_fixes(out, caps, req.major)
     _memory_knob(req, out)
     out.left_out += list(NOT_SEARCHED)
     if recipe is not None:
