@@ -10,7 +10,13 @@
 # DSpark draft, the full /server_info kept by info_tap.py), dspark-rules (SGLang's own DSPARK
 # resolution: two refusals and one launch with steps/top-k to override and no block size),
 # serve-verify (serve the exported profile in PROFILE, default the profile part's, and run
-# tuner verify --log on it).
+# tuner verify --log on it), init (tuner init on each tiny model in INIT_MODELS, default
+# qwen3moe dsv3 qwen3next, against the installed SGLang: the spaces in $WORK/init), init-controls
+# (the generated baselines' argv without the --attention-backend init added: SGLang's own
+# pick on the H200, expected to fail for want of FA3), init-sweep (a sweep of each generated
+# space as written, for each model in SWEEP_MODELS (default INIT_MODELS): TRIALS_<model>,
+# default 5, HOURS 0.1, synthetic workload, no final accuracy sample; tuner report and
+# report --json).
 # sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
@@ -52,6 +58,7 @@ for m in ${TINY:-qwen3moe dsv3 qwen3}; do
   case $m in
     qwen3moe) set -- --arch qwen3_moe ;;
     dsv3) set -- --arch deepseek_v3 --hidden 512 ;;
+    qwen3next) set -- --arch qwen3_next --layers 4 ;;
     # a dense Qwen3 target (4 layers: the draft reads layers 1 and 2) and its DSpark draft
     qwen3) set -- --arch qwen3 --layers 4 --dspark-draft $MODELS/qwen3-dspark \
       --dspark-block-size 4 ;;
@@ -194,6 +201,90 @@ print({k: i.get(k) for k in ("speculative_algorithm", "speculative_num_steps",
 PY
   grep -E "DSpark|dspark|Max running|overriding" $WORK/rules/forced.log | cut -c1-400 | tee -a "$LOG"
   kill -TERM -- -$SERVER 2>/dev/null; sleep 5; kill -KILL -- -$SERVER 2>/dev/null
+  ;;
+init)
+  INIT=$WORK/init; mkdir -p $INIT
+  for m in ${INIT_MODELS:-qwen3moe dsv3 qwen3next}; do
+    say "tuner init $m"
+    tuner init $MODELS/$m --machine h200 --out $INIT/$m-h200.yaml --force 2>&1 | tee -a "$LOG"
+    cp $MODELS/$m/config.json $INIT/$m-config.json
+    python3 -c 'import sys; from safetensors import safe_open
+ks = list(safe_open(sys.argv[1] + "/model.safetensors", "pt").keys())
+print(sys.argv[1], len(ks), "tensors,", sum(k.startswith("mtp.") for k in ks), "mtp.*")' \
+      $MODELS/$m 2>&1 | tee -a "$LOG"
+    tuner plan $INIT/$m-h200.yaml 2>&1 | sed -n 1,4p | tee -a "$LOG"
+  done
+  ;;
+init-controls)
+  # SGLang's own attention pick (no --attention-backend) with the kit's sglang-kernel
+  n=0; PIDS=""
+  for m in qwen3moe dsv3; do
+    n=$((n + 1))
+    tuner plan $WORK/init/$m-h200.yaml --port $((30140 + n)) --json > $WORK/init/plan-$m.json
+    python3 - $WORK/init/plan-$m.json > $WORK/init/control-$m.argv <<'PY'
+import json, sys
+argv = json.load(open(sys.argv[1]))["argv"]
+i = argv.index("--attention-backend")
+print("\n".join(argv[:i] + argv[i + 2:]))
+PY
+    mapfile -t ARGV < $WORK/init/control-$m.argv
+    say "control $m: ${ARGV[*]}"
+    setsid "${ARGV[@]}" > $WORK/init/control-$m.log 2>&1 &
+    PIDS="$PIDS $!"
+  done
+  for i in $(seq 1 240); do
+    alive=0; for p in $PIDS; do kill -0 $p 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 1
+  done
+  say "controls: ended after ${i}s (alive at the end: $alive)"
+  for p in $PIDS; do kill -TERM -- -$p 2>/dev/null; done; sleep 3
+  for p in $PIDS; do kill -KILL -- -$p 2>/dev/null; done
+  for m in qwen3moe dsv3; do
+    say "control $m"; grep -E "FA3|Error|error|attention_backend='" $WORK/init/control-$m.log \
+      | cut -c1-300 | tail -5 | tee -a "$LOG"
+  done
+  ;;
+init-sweep)
+  for m in ${SWEEP_MODELS:-${INIT_MODELS:-qwen3moe dsv3 qwen3next}}; do
+    S=$WORK/init/$m-h200.yaml; N=$m-h200; DB="sqlite:///$WORK/init-$m.db"
+    TR=TRIALS_$m
+    say "sweep $N: ${!TR:-5} trials, synthetic workload"
+    tuner sweep $S $T --trials ${!TR:-5} --hours ${HOURS:-0.1} --ray-address none --seed 1 \
+      --workload synthetic --questions ${QUESTIONS:-6} --final-questions 0 --storage "$DB" \
+      --artifacts $WORK/init-artifacts-$m 2>&1 | tee -a "$LOG"
+    echo ${PIPESTATUS[0]} > $WORK/init/sweep-$m.rc; say "sweep $N exit $(cat $WORK/init/sweep-$m.rc)"
+    say "report $N"; COLUMNS=160 tuner report $N --storage "$DB" 2>&1 | tee -a "$LOG"
+    tuner report $N --storage "$DB" --json > $WORK/init/report-$m.json 2>&1
+    summary $(grep -l '"tuner_version"' $WORK/init-artifacts-$m/* 2>/dev/null)
+    tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null
+  done
+  ;;
+init-diagnose)
+  # only when a generated baseline failed: the same launch with one of the kit's
+  # kernel-avoiding flags added each, all at once (pool capped so that they share the GPU)
+  m=${DIAG_MODEL:-qwen3moe}
+  [ "$(cat $WORK/init/sweep-$m.rc 2>/dev/null)" = 0 ] && { say "diagnose: $m's sweep ran"; continue; }
+  tuner plan $WORK/init/$m-h200.yaml --json > $WORK/init/plan-$m.json
+  mapfile -t BASE < <(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["argv"]; i = a.index("--port"); print("\n".join(a[:i] + a[i + 2:]))' $WORK/init/plan-$m.json)
+  n=0; PIDS=""
+  for V in "none" "--sampling-backend pytorch" "--cuda-graph-backend-decode disabled" \
+      "--grammar-backend none" "--mm-feature-transport cpu"; do
+    n=$((n + 1)); X=(); [ "$V" = none ] || read -ra X <<< "$V"
+    setsid "${BASE[@]}" "${X[@]}" --mem-fraction-static 0.3 --max-total-tokens 65536 \
+      --port $((30150 + n)) > $WORK/init/diag-$n.log 2>&1 &
+    PIDS="$PIDS $!"; echo "$n: $V" | tee -a "$LOG"
+  done
+  for i in $(seq 1 300); do
+    up=0; for k in $(seq 1 $n); do python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$((30150 + k))/health', timeout=2)" 2>/dev/null && up=$((up + 1)); done
+    alive=0; for p in $PIDS; do kill -0 $p 2>/dev/null && alive=$((alive + 1)); done
+    [ $((alive - up)) -le 0 ] && break; sleep 2
+  done
+  for k in $(seq 1 $n); do
+    r=$(python3 -c "import json, urllib.request as u; q = u.Request('http://127.0.0.1:$((30150 + k))/generate', json.dumps({'input_ids': [11, 12, 13, 14], 'sampling_params': {'max_new_tokens': 8, 'temperature': 0.6}}).encode(), {'Content-Type': 'application/json'}); print(json.load(u.urlopen(q, timeout=60))['meta_info']['completion_tokens'])" 2>&1 | tail -1)
+    say "diag $k: generate -> $r"; grep -E "Error|error" $WORK/init/diag-$k.log | cut -c1-300 | tail -3 | tee -a "$LOG"
+  done
+  for p in $PIDS; do kill -TERM -- -$p 2>/dev/null; done; sleep 3
+  for p in $PIDS; do kill -KILL -- -$p 2>/dev/null; done
   ;;
 esac
 tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null   # after each part: a later timeout keeps it

@@ -1,6 +1,6 @@
 """Build a tiny random-weight MoE model and its tokenizer, offline, in seconds.
 
-    python benchmarks/real_sglang/make_tiny.py OUT [--arch qwen3_moe|qwen3|deepseek_v3]
+    python benchmarks/real_sglang/make_tiny.py OUT [--arch qwen3_moe|qwen3|deepseek_v3|qwen3_next]
         [--hidden N] [--vocab N] [--layers N] [--seed N] [--tokenizer-from DIR]
         [--dspark-draft DIR [--dspark-block-size G] [--dspark-layers N]]
 
@@ -8,7 +8,11 @@ Needs torch, transformers and tokenizers (the H200 image has them). The tokenize
 byte-level BPE trained on the interpreter's own standard-library sources unless
 ``--tokenizer-from`` names a saved one. ``deepseek_v3`` gets one MTP (NextN) layer appended
 as ``model.layers.{L}.*`` in the checkpoint layout SGLang's NEXTN loader reads; SGLang's
-``fused_eh_norm`` refuses hidden size 256, so use ``--hidden 512`` for it. Random weights:
+``fused_eh_norm`` refuses hidden size 256, so use ``--hidden 512`` for it. ``qwen3_next`` is
+the hybrid shape (Gated DeltaNet linear attention, full attention every
+``full_attention_interval`` = 4 layers, a shared expert; use ``--layers 4``) with one MTP
+layer as ``mtp.*`` tensors, the layout SGLang's ``Qwen3NextForCausalLMMTP`` loads
+(:func:`append_qwen3_next_mtp`). Random weights:
 accept length and accuracy mean nothing, every code path of the engine still runs.
 
 ``--dspark-draft DIR`` also writes a DSpark draft for the target (:func:`write_dspark_draft`):
@@ -83,6 +87,17 @@ def build_config(arch: str, common: dict):  # type: ignore[no-untyped-def]
             num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=0,
             routed_scaling_factor=1.0, num_nextn_predict_layers=1, topk_method="noaux_tc",
             scoring_func="sigmoid", norm_topk_prob=True, **common)
+    if arch == "qwen3_next":
+        from transformers import Qwen3NextConfig
+        from transformers import Qwen3NextForCausalLM
+
+        return Qwen3NextForCausalLM, Qwen3NextConfig(
+            head_dim=64, intermediate_size=512, moe_intermediate_size=128, num_experts=8,
+            num_experts_per_tok=2, shared_expert_intermediate_size=128,
+            decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True,
+            full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=64,
+            linear_value_head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4,
+            partial_rotary_factor=0.25, **common)
     raise SystemExit(f"unknown --arch {arch!r}")
 
 
@@ -117,6 +132,44 @@ def append_mtp_layer(out: str, model_cls, cfg, seed: int) -> None:  # type: igno
     with open(path, "w") as fh:
         json.dump(data, fh, indent=1)
     print("added MTP layer", layers)
+
+
+def append_qwen3_next_mtp(out: str, cfg) -> None:  # type: ignore[no-untyped-def]
+    """One MTP layer in the Qwen3-Next release layout, as SGLang 0.5.17's
+    ``Qwen3NextForCausalLMMTP`` loads it (``models/qwen3_next.py`` ``load_weights`` with
+    ``is_mtp``): ``mtp.fc`` (2h -> h), ``mtp.pre_fc_norm_embedding``, ``mtp.pre_fc_norm_hidden``,
+    ``mtp.layers.0.*`` (read as ``model.layers.0.*`` of a one-layer model with
+    ``full_attention_interval`` 1, so a full-attention MoE layer: a copy of the target's
+    last layer, which is one) and ``mtp.norm``. The embedding and LM head are the target's.
+    The config keeps the release's keys that SGLang's own ``Qwen3NextConfig`` reads
+    (``full_attention_interval``, ``rope_theta``, ``partial_rotary_factor``) and no MTP count:
+    the releases have none (``tuner init`` counts the ``mtp.*`` tensors)."""
+    from safetensors.torch import load_file
+    from safetensors.torch import save_file
+
+    last = cfg.num_hidden_layers - 1
+    if (last + 1) % 4:
+        raise SystemExit("qwen3_next: --layers must be a multiple of 4 (the last layer is "
+                         "the full-attention layer the MTP layer copies)")
+    path = os.path.join(out, "model.safetensors")
+    state = load_file(path)
+    prefix = f"model.layers.{last}."
+    for k in [k for k in state if k.startswith(prefix)]:
+        state["mtp.layers.0." + k[len(prefix):]] = state[k].clone()
+    h = cfg.hidden_size
+    for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        state[f"mtp.{norm}.weight"] = torch.zeros(h, dtype=torch.bfloat16)  # (1 + w) norms
+    state["mtp.fc.weight"] = (torch.randn(h, 2 * h) * 0.02).to(torch.bfloat16)
+    save_file(state, path, metadata={"format": "pt"})
+    cpath = os.path.join(out, "config.json")
+    with open(cpath) as fh:
+        data = json.load(fh)
+    data |= {"full_attention_interval": 4, "rope_theta": 10000.0,
+             "partial_rotary_factor": 0.25}
+    data.pop("num_nextn_predict_layers", None)
+    with open(cpath, "w") as fh:
+        json.dump(data, fh, indent=1)
+    print("added MTP layer (mtp.*, a copy of layer", last, ")")
 
 
 def write_dspark_draft(out: str, target_cfg, *, layers: int, block_size: int,  # type: ignore[no-untyped-def]
@@ -228,6 +281,8 @@ def main() -> None:
     model.save_pretrained(a.out, safe_serialization=True)
     if a.arch == "deepseek_v3":
         append_mtp_layer(a.out, model_cls, cfg, a.seed)
+    if a.arch == "qwen3_next":
+        append_qwen3_next_mtp(a.out, cfg)
     print("saved", a.out, sum(p.numel() for p in model.parameters()) / 1e6, "M params",
           cfg.architectures)
     if a.dspark_draft:

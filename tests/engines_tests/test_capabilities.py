@@ -244,3 +244,29 @@ def test_a_trial_runs_through_a_script_whose_engine_is_a_helper_beside_it(tmp_pa
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "engine not found" not in r.stdout + r.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.parametrize(("fa3", "deep_gemm"), [(False, False), (True, True)])
+def test_an_sglangs_kernel_inventory_is_read_by_its_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fa3: bool, deep_gemm: bool) -> None:
+    # The H200 kit's install: sglang, an sglang-kernel without FA3's flash_ops, no
+    # deep_gemm; a full one has both. Only file names are read, nothing is imported.
+    root = tmp_path / "site"
+    (root / "sglang").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    for package in ("sgl_kernel", "flashinfer") + (("deep_gemm",) if deep_gemm else ()):
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (root / "sglang" / "launch_server.py").write_text("raise SystemExit(1)\n")
+    if fa3:
+        (root / "sgl_kernel" / "flash_ops.abi3.so").write_bytes(b"")
+    _with_metadata(root, "sglang", "0.5.17")
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    caps = inspect_engine([sys.executable, "-m", "sglang.launch_server"])
+    assert caps.kernels == {"sgl_kernel": str(root / "sgl_kernel"), "fa3": fa3,
+                            "flashinfer": True, "deep_gemm": deep_gemm}
+    # an engine that is not SGLang: no inventory
+    (tmp_path / "other").mkdir()
+    other = _fake_engine(tmp_path / "other", [])
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    assert inspect_engine([sys.executable, "-m", "fakeengine"]).kernels is None

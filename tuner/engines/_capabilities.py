@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import Any
 from typing import Literal
 
 from tuner.processes import child_env
@@ -65,6 +66,9 @@ class Capabilities:
     help_error: str | None = None
     #: where ``flags`` came from: "--help", or the generated table used when --help failed
     flags_source: str | None = None
+    #: the installation's compiled kernels (SGLang: ``_sglang_kernels.kernel_inventory``);
+    #: None when not read (no engine installed here, or the probe failed)
+    kernels: dict[str, Any] | None = None
     _env_cache: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def knows_flag(self, flag: str) -> bool | None:
@@ -225,6 +229,10 @@ def inspect_engine(command: list[str], *, timeout: float = 180.0) -> Capabilitie
         return Capabilities(command=command, found=False, reason=where.reason)
     caps = Capabilities(command=command, found=True, source_root=where.root,
                         version=where.version)
+    if (where.module or "").split(".")[0] == "sglang":
+        from tuner.engines._sglang_kernels import kernel_inventory
+
+        caps.kernels = kernel_inventory(where.python)
     try:
         out = subprocess.run([*command, "--help"], capture_output=True, text=True,
                              timeout=timeout, env={**child_env(), "COLUMNS": "200"})

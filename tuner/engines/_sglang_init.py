@@ -37,7 +37,9 @@ from tuner.engines._sglang_init_tables import RECIPES
 from tuner.engines._sglang_init_tables import SPARK_ATTENTION
 from tuner.engines._sglang_init_tables import SPARK_ENV
 from tuner.engines._sglang_init_tables import SPARK_FLAGS
+from tuner.engines._sglang_init_tables import TOPK_REFUSES
 from tuner.engines._sglang_init_tables import Recipe
+from tuner.engines._sglang_kernels import apply_kernel_fixes
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,11 @@ def _moe_knob(req: InitRequest, caps: Capabilities, out: InitSpace) -> str | Non
     the engine accepts; its baseline SGLang's own resolution of ``auto``."""
     resolved = AUTO_RESOLVES.get((req.architecture, req.quantization), {}).get(req.major)
     backends = []
+    refused = TOPK_REFUSES.get((req.architecture, req.quantization), {})
     for b in MOE_BACKENDS[req.quantization]:
-        if req.major not in b.majors:
+        if b.name in refused:
+            out.left_out.append(f"--moe-runner-backend {b.name}: {refused[b.name]}")
+        elif req.major not in b.majors:
             out.left_out.append(f"--moe-runner-backend {b.name}: not served on this GPU "
                                 f"(sm {req.major}x; {b.source})")
         elif b.name != "auto" and caps.accepts("--moe-runner-backend", b.name) is False:
@@ -272,7 +277,8 @@ def _dspark(req: InitRequest, caps: Capabilities, values: dict[str, Any],
         "evidence": _si("speculative_dspark_block_size", "{value}")}))
 
 
-def _fixed(req: InitRequest, recipe: Recipe | None, out: InitSpace) -> None:
+def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
+           out: InitSpace) -> None:
     if recipe is not None:
         out.fixed_flags.update(recipe.fixed_flags)
         out.fixed_env.update(recipe.fixed_env)
@@ -324,20 +330,21 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     recipe = RECIPES.get((req.architecture, req.quantization, req.machine))
     out = InitSpace(fixed_flags={}, fixed_env={}, limits={}, knobs=[], baseline={},
                     header=[], left_out=[], fixed_reasons=[])
-    _fixed(req, recipe, out)
+    _fixed(req, recipe, caps, out)
     single = _moe_knob(req, caps, out)
     if single is not None:
         out.left_out.append(f"--moe-runner-backend: only {single} serves this layout here")
     _precision_knobs(req, caps, out)
     _lm_head_knob(req, caps, out, recipe)
     _speculation(req, caps, out)
+    apply_kernel_fixes(out, caps, req.major)
     _memory_knob(req, out)
     out.left_out += list(NOT_SEARCHED)
     if recipe is not None:
         out.header.append(f"Baseline: {recipe.source}, with documented deviations:")
         out.header += [f"  * {d}" for d in recipe.deviations]
     else:
-        out.header.append("Baseline: SGLang 0.5.23's own defaults for this model on this "
+        out.header.append("Baseline: SGLang's own defaults for this model on this "
                           "machine (every knob at the value SGLang picks when unset).")
     return out
 

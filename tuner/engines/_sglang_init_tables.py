@@ -73,6 +73,19 @@ AUTO_RESOLVES: dict[tuple[str, str], dict[int, str]] = {
                                      12: "flashinfer_mxfp4"},
 }
 
+#: Backends a model's own top-k cannot feed: (architecture, layout) -> {backend: why}.
+#: DeepSeek-V2/V3 without a quantization config force the STANDARD top-k output
+#: (models/deepseek_v2.py, the grouped noaux_tc TopK's output_format, in 0.5.17 and 0.5.23),
+#: and the triton_kernel runner asserts a TritonKernelTopKOutput: on the H200 with 0.5.17
+#: the tiny DeepSeek-V3's launch died at start-up so, twice
+#: ("AssertionError: Triton-kernel runner expects TritonKernelTopKOutput").
+TOPK_REFUSES: dict[tuple[str, str], dict[str, str]] = {
+    ("DeepseekV3ForCausalLM", "bf16"): {
+        "triton_kernel": "models/deepseek_v2.py forces the STANDARD top-k output for an "
+                         "unquantized model, and the triton_kernel runner asserts a "
+                         "TritonKernelTopKOutput (seen at start-up on the H200, 0.5.17)"},
+}
+
 #: Architectures whose NEXTN draft is the checkpoint's own MTP layer, and how SGLang
 #: 0.5.23 loads it (configs/model_config.py rewrites the draft's architecture).
 NEXTN_DRAFTS = {

@@ -128,21 +128,43 @@ def _quantization(reader: _Reader) -> Quantization:
                       "fp8 with MXFP4 routed experts, mxfp4; BF16 has no quantization_config)")
 
 
+def _safetensors_names(path: Path) -> list[str]:
+    """The tensor names in one ``.safetensors`` file's header (8 bytes of little-endian
+    length, then that many bytes of JSON), without reading the tensors."""
+    try:
+        with path.open("rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            if not 0 < size <= 100 * 1024 * 1024:
+                raise ValueError(size)
+            header = json.loads(fh.read(size))
+        if not isinstance(header, dict):
+            raise ValueError(header)
+    except (OSError, ValueError):
+        raise UserError(f"{path}: not a readable safetensors file") from None
+    return [n for n in header if n != "__metadata__"]
+
+
 def _nextn(reader: _Reader, folder: Path, key: str, default: tuple[int, str]
            ) -> tuple[int, str]:
-    """MTP layers: the config's own count, else the checkpoint's tensor index, else the
-    architecture's release (``default``: count and the source that says so)."""
+    """MTP layers: the config's own count, else the checkpoint's tensor names (its
+    ``model.safetensors.index.json``, or the header of a single ``model.safetensors``),
+    else the architecture's release (``default``: count and the source that says so)."""
     if reader.data.get(key) is not None:
         return reader.integer(key), f"config.json {reader.prefix}{key}"
     index = folder / "model.safetensors.index.json"
+    single = folder / "model.safetensors"
     if index.is_file():
         try:
             names = json.loads(index.read_text()).get("weight_map", {})
         except (OSError, ValueError, AttributeError):
             raise UserError(f"{index}: not a readable safetensors index") from None
-        has = any(n.startswith(("mtp.", "model.mtp.")) for n in names)
-        return (1 if has else 0), f"{index.name} ({'mtp.* tensors' if has else 'no mtp.*'})"
-    return default
+        where = index.name
+    elif single.is_file():
+        names, where = _safetensors_names(single), f"{single.name} header"
+    else:
+        return default
+    has = any(n.startswith(("mtp.", "model.mtp.")) for n in names)
+    return (1 if has else 0), f"{where} ({'mtp.* tensors' if has else 'no mtp.*'})"
 
 
 def _common(r: _Reader) -> dict[str, Any]:
@@ -214,7 +236,9 @@ def _qwen_moe(r: _Reader, folder: Path, *, hybrid: bool) -> dict[str, Any]:
     if r.integer("decoder_sparse_step", 1) != 1 or r.data.get("mlp_only_layers"):
         raise r.fail("decoder_sparse_step", "only every-layer MoE is understood")
     out.update(
-        attention="gqa", routed_experts=r.integer("num_experts", low=2),
+        # transformers 5 saves Qwen3-MoE's count as num_local_experts (its attribute_map
+        # keeps num_experts readable, so SGLang reads either; seen on the H200's tiny model)
+        attention="gqa", routed_experts=r.first(("num_experts", "num_local_experts")),
         experts_per_token=r.integer("num_experts_per_tok"),
         moe_intermediate_size=r.integer("moe_intermediate_size", low=1),
         shared_intermediate_size=r.integer("shared_expert_intermediate_size", 0),

@@ -72,6 +72,12 @@ def _prices(m: ModelShape) -> tuple[float, float, float]:
     return BF16, BF16, BF16
 
 
+def _gib(value: float) -> float:
+    """GiB as written in a space: one decimal from 1 GiB up, two significant digits below
+    (a tiny checkpoint's few MiB stay above zero: ``weights_gib`` must be positive)."""
+    return round(value, 1) if value >= 0.95 else float(f"{value:.2g}")
+
+
 def plan_memory(m: ModelShape, memory_gib: float, gpus: int = 1) -> MemoryPlan:
     """The weights and the lowest memory fraction worth a launch on ``gpus`` GPUs of
     ``memory_gib`` each (tensor parallel: the weights split evenly)."""
@@ -89,8 +95,8 @@ def plan_memory(m: ModelShape, memory_gib: float, gpus: int = 1) -> MemoryPlan:
     weights = total / GIB
     share = weights / gpus / memory_gib
     low = math.ceil(share * 20 - 1e-9) / 20
-    note = (f"weights about {weights:.1f} GiB ({share:.0%} of {memory_gib:g} GiB per GPU, "
+    note = (f"weights about {_gib(weights):g} GiB ({share:.0%} of {memory_gib:g} GiB per GPU, "
             f"{gpus} GPU{'s' if gpus > 1 else ''}): below {low:.2f} they cannot load")
-    return MemoryPlan(weights_gib=round(weights, 1), nextn_gib=round(nextn / GIB, 2),
-                      routed_gib=round(moe_layers * routed * routed_b / GIB, 1), low=low,
+    return MemoryPlan(weights_gib=_gib(weights), nextn_gib=_gib(nextn / GIB),
+                      routed_gib=_gib(moe_layers * routed * routed_b / GIB), low=low,
                       note=note)
