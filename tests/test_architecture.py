@@ -116,3 +116,48 @@ def test_only_the_study_package_touches_optuna_trial_attributes() -> None:
            if p.relative_to(PACKAGE).parts[0] != "study"
            for w in words if w in p.read_text()]
     assert bad == []
+
+
+def _rows_by_folder(doc: str) -> dict[str, str]:
+    """docs/architecture.md's table rows keyed by the folder in their first cell
+    (``tuner/``, ``sweep/``, ``tuner_sim/fork/``...)."""
+    rows: dict[str, str] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and len(cells) > 1 and cells[0].startswith("`") \
+                and cells[0].endswith("/`"):
+            rows[cells[0].strip("`")] = line
+    return rows
+
+
+def _unnamed(doc: str, roots: list[Path]) -> list[str]:
+    rows = _rows_by_folder(doc)
+    missing = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            folder = path.parent.relative_to(root.parent).as_posix()
+            key = "tuner/" if folder == "tuner" else (
+                folder.removeprefix("tuner/") + "/")
+            if f"`{path.name}`" not in rows.get(key, ""):
+                missing.append(path.relative_to(root.parent).as_posix())
+    return missing
+
+
+def test_every_product_module_is_named_in_the_architecture_map() -> None:
+    """A module the map does not name is a room nobody can find: docs/architecture.md's
+    row for its folder must name it (the map was wrong in six places once, issue 35)."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    assert _unnamed(doc, [PACKAGE, REPO / "tuner_sim"]) == []
+
+
+def test_the_map_check_catches_a_module_it_does_not_name(tmp_path: Path) -> None:
+    """The check itself: a new module in a folder whose row does not name it is reported,
+    one the row names is not."""
+    pkg = tmp_path / "tuner"
+    (pkg / "sweep").mkdir(parents=True)
+    for name in ("__init__.py", "_known.py", "_new.py"):
+        (pkg / "sweep" / name).write_text("")
+    doc = "| folder | holds |\n| --- | --- |\n| `sweep/` | the plan (`_known.py`) |\n"
+    assert _unnamed(doc, [pkg]) == ["tuner/sweep/_new.py"]
