@@ -48,6 +48,8 @@ from tuner_sim.humaneval import HumanEvalOracle
 from tuner_sim.humaneval import reply_tokens
 from tuner_sim.memory import draft_cost
 from tuner_sim.memory import plan_memory
+from tuner_sim.parallel import describe_tp
+from tuner_sim.parallel import per_rank
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
 from tuner_sim.perf import draft_tree_fits
@@ -212,6 +214,9 @@ class SimServer:
         if "ignore_flag" in faults:
             self._ignore_flag(a, str(faults["ignore_flag"].get("arg", "")))
         self.args = a
+        if int(a["tp_size"] or 1) > 1:       # rank 0's share; the all-reduces' cost
+            self.model, self.machine = per_rank(self.model, self.machine, int(a["tp_size"]))
+            log(describe_tp(self.model, int(a["tp_size"])))
         for w in res.warnings:
             log(f"WARNING {w}")
         log(f"server_args={a!r}")

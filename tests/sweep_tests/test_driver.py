@@ -79,6 +79,47 @@ def test_duplicates_are_copied_not_run_with_model_backed_runner(tmp_path: Path) 
             "config_hash"]
 
 
+def _two_configurations() -> object:
+    """The Spark space with one knob left to turn: the LM head's fp32 or bf16."""
+    data = yaml.safe_load(SPARK.read_text())
+    keep = {"moe_backend": ["flashinfer_mxfp4"], "lm_head": ["fp32", "bf16"],
+            "speculative": ["off"]}
+    for name, choices in keep.items():
+        k = data["knobs"][name]
+        k["choices"] = choices
+        for table in ("values", "evidence_by_value"):
+            if table in k:
+                k[table] = {v: e for v, e in k[table].items() if v in choices}
+    data["knobs"] = {n: k for n, k in data["knobs"].items() if n in keep
+                     or n == "mem_fraction"}
+    return parse_space(yaml.safe_dump(data))
+
+
+@pytest.mark.parametrize("trials", [20, None])
+def test_an_exhausted_space_goes_to_its_finals_and_stops_with_model_backed_runner(
+        tmp_path: Path, trials: int | None) -> None:
+    """Two configurations and a budget of 20 launches (or none): both are measured, the
+    finals race and confirm at once, and the sweep ends there; before, the sampler's
+    repeats were stored as 50 copies, and the finals never came (the budget counts
+    launches, not copies)."""
+    said: list[str] = []
+    runner = ModelRunner(seed=4)
+    study = model_sweep(tmp_path, runner, trials=trials, space=_two_configurations(),
+                        hours=None if trials else 1.0,
+                        on_progress=lambda p: said.append(p.last or ""))
+    rows = study.get_trials()
+    roles = [t.user_attrs.get(ROLE) for t in rows]
+    assert roles[:2] == ["baseline", "trial"]
+    finals = [t for t in rows if t.user_attrs.get(ROLE) == "remeasure"]
+    # the finals' launches: 20% of 20; with no trial budget, MIN_FINAL_LAUNCHES less the
+    # final sample's baseline launch (this sweep has none): 4 either way
+    assert len(finals) == 4 and len(runner.launched) == 6
+    assert any(t.user_attrs.get("confirm") for t in finals)
+    assert roles.count("duplicate") <= 2
+    assert "every configuration of the space is measured: the finals start now" in said
+    assert any(line.startswith("stopping: every configuration") for line in said)
+
+
 def test_accuracy_gate_uses_the_baseline_per_question_with_model_backed_runner(
         tmp_path: Path) -> None:
     study = run(tmp_path, ModelRunner(seed=3), trials=8)

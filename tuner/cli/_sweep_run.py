@@ -10,6 +10,8 @@ from typing import Any
 
 import typer
 
+from tuner.cli._sweep_args import SweepArgs
+
 
 def origin(ctx: typer.Context, name: str) -> str:
     """`` (from the --config file F)`` when option ``name`` came from that file, else ``""``:
@@ -74,29 +76,29 @@ def check_ray_address(address: str | None) -> None:
         check_address(address)       # before the study is touched
 
 
-def _workload(ctx: typer.Context, o: dict[str, Any], space: Any
+def _workload(ctx: typer.Context, o: SweepArgs, space: Any
               ) -> tuple[Any, int | None, str | None]:
     """The workload of each launch, checked (its data read now), and the final accuracy
     sample's size with the sentence that states it (None: the user's, or none)."""
     from tuner.cli._common import workload_with
     from tuner.errors import UserError
 
-    wl = workload_with(space, kind=o["workload"], mix=o["mix"], questions=o["questions"],
-                       max_tokens=o["max_tokens"], regimes=list(o.get("regime") or []))
-    if o["search_questions"] is not None and o["search_questions"] > wl.questions:
-        raise UserError(f"--search-questions {o['search_questions']} is more than the "
+    wl = workload_with(space, kind=o.workload, mix=o.mix, questions=o.questions,
+                       max_tokens=o.max_tokens, regimes=list(o.regime))
+    if o.search_questions is not None and o.search_questions > wl.questions:
+        raise UserError(f"--search-questions {o.search_questions} is more than the "
                         f"{wl.questions} questions of each launch (--questions, or the "
                         "space's workload.questions)")
-    final = o["final_questions"]
+    final = o.final_questions
     if wl.kind == "gsm8k" or "math" in wl.shares():
-        check_gsm8k(ctx, o["gsm8k"])
+        check_gsm8k(ctx, o.gsm8k)
     elif final != 0:            # the GSM8K final sample beside it needs GSM8K's data
-        if o["gsm8k"] is None:
+        if o.gsm8k is None:
             raise UserError(f"the {wl.describe_content()} workload is gated on a GSM8K "
                             "final accuracy sample by default: pass --gsm8k DIR (or "
                             "--gsm8k online), or --final-questions 0 to run without one "
                             "(accuracy not checked)")
-        check_gsm8k(ctx, o["gsm8k"])
+        check_gsm8k(ctx, o.gsm8k)
     if wl.kind == "jsonl":               # the user's prompts read now: a bad line is one
         from tuner.workloads import Context  # located error, not a failure per trial
         from tuner.workloads import make_workload
@@ -140,6 +142,7 @@ def final_questions_note(wl: Any, final_questions: int | None) -> str | None:
 def run_sweep(ctx: typer.Context) -> None:
     """Run the sweep ``ctx``'s options describe (command line over --config over defaults)."""
     import sys
+    from dataclasses import replace
 
     from tuner.cli._common import console
     from tuner.cli._common import load_checked_space
@@ -152,42 +155,40 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.trial import TrialOptions
     from tuner.trial import workload_vocab
 
-    o = dict(ctx.params)
-    for key in ("space_file", "workdir", "sim_profiles"):   # Click may hold them as text
-        if o.get(key) is not None:
-            o[key] = Path(o[key])
-    choice = choose_engine(o["engine"], engine_command=o["engine_command"],
-                           time_scale=o["time_scale"], noise=o["noise"],
-                           sim_seed=o["seed"] or 0, sim_faults=o["sim_faults"],
-                           gsm8k=o["gsm8k"], sim_profiles=o["sim_profiles"])
-    space = load_checked_space(o["space_file"], choice.engine)
-    trials = 30 if o["trials"] is None and o["hours"] is None else o["trials"]
-    name = study_name(o["study"], space.name)
+    o = SweepArgs.from_cli_args(ctx.params)
+    choice = choose_engine(o.engine, engine_command=o.engine_command,
+                           time_scale=o.time_scale, noise=o.noise,
+                           sim_seed=o.seed or 0, sim_faults=o.sim_faults,
+                           gsm8k=o.gsm8k, sim_profiles=o.sim_profiles)
+    space = load_checked_space(o.space_file, choice.engine)
+    trials = o.trial_budget
+    name = study_name(o.study, space.name)
     wl, final_q, final_note = _workload(ctx, o, space)
     choice = choice.for_users(wl.peak_users)
-    ctx.params["time_scale"] = choice.time_scale if choice.simulated else o["time_scale"]
-    caps = engine_capabilities(choice, space) if o["check_engine"] else None
-    startup = o["startup_timeout"] or choice.default_startup_timeout()
-    check_workdir(o["workdir"] / slug(name))
-    opts = TrialOptions(workdir=o["workdir"] / slug(name), workload=wl, gsm8k=o["gsm8k"],
-                        startup_timeout_s=startup, capabilities=caps, api_key=o["api_key"])
-    opts.vocab_size = workload_vocab(space, opts)   # a user error now, not in every trial
-    location = locate(o["storage"], name, o["artifacts"])   # after every input is checked
-    deadline = o["trial_timeout"] or (6 * 3600.0 / choice.time_scale + 120.0)
+    ctx.params["time_scale"] = choice.time_scale if choice.simulated else o.time_scale
+    caps = engine_capabilities(choice, space) if o.check_engine else None
+    startup = o.startup_timeout or choice.default_startup_timeout()
+    check_workdir(o.workdir / slug(name))
+    opts = TrialOptions(workdir=o.workdir / slug(name), workload=wl, gsm8k=o.gsm8k,
+                        startup_timeout_s=startup, capabilities=caps, api_key=o.api_key)
+    opts = replace(opts, vocab_size=workload_vocab(space, opts))  # a user error now, not
+    #                                                         # in every trial
+    location = locate(o.storage, name, o.artifacts)   # after every input is checked
+    deadline = o.trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials,
-                             hours=o["hours"], sampler=o["sampler"], seed=o["seed"],
-                             break_lock=o["break_lock"], deadline_s=deadline,
-                             early_stop=o["early_stop"], final_questions=final_q or None,
-                             search_questions=o["search_questions"],
+                             hours=o.hours, sampler=o.sampler, seed=o.seed,
+                             break_lock=o.break_lock, deadline_s=deadline,
+                             early_stop=o.early_stop, final_questions=final_q or None,
+                             search_questions=o.search_questions,
                              options=resolved_options(ctx))
-    ray_address = o["ray_address"]
+    ray_address = o.ray_address
     check_ray_address(ray_address)
-    runner = _runner_factory(ray_address, o["parallel"], gpu=not choice.simulated)
+    runner = _runner_factory(ray_address, o.parallel, gpu=not choice.simulated)
     _start_notes(console(), space, choice, wl, [final_note, final_questions_note(
-        wl, o["final_questions"])])
+        wl, o.final_questions)])
     _run(console(), choice, space, name, location, Driver(
-        space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o["storage"],
-        o["artifacts"])
+        space, choice.engine, opts, settings, runner), sys.stdout.isatty(), o.storage,
+        o.artifacts)
 
 
 def _start_notes(out: Any, space: Any, choice: Any, wl: Any,

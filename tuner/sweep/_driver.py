@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from tuner.engines import Engine
@@ -84,6 +85,7 @@ class Driver:
                                    regimes=bool(options.workload.regimes),
                                    canonical=self._canonical)
         self.options_noted = False
+        self.said_exhausted = False
         #: set when the study already holds the budget: nothing ran, nothing was written
         self.nothing_to_do = False
 
@@ -148,7 +150,8 @@ class Driver:
             stop_on_sigterm()                  # again: Ray installs handlers of its own
             owner = getattr(runner, "node_id", None)
             if owner:
-                self.options.server_env = {**self.options.server_env, OWNER_ENV: owner}
+                self.options = replace(self.options, server_env={
+                    **self.options.server_env, OWNER_ENV: owner})
             self.lock.extra = {"ray_session": getattr(runner, "session_dir", None)}
             self.lock.renew(force=True)
             self._loop(runner)
@@ -188,6 +191,13 @@ class Driver:
     def _budget_left(self) -> bool:
         if self.exhausted:
             return False
+        if self.policy.finished(self.sweep.counted() + len(self.pending)):
+            self.exhausted = True
+            self.progress.last = ("stopping: every configuration of the space is measured "
+                                  "and its finals are done (the rest of the budget is not "
+                                  "needed)")
+            self.on_progress(self.progress)
+            return False
         if self.s.hours is not None and (
                 time.monotonic() - self.progress.started) > self.s.hours * 3600:
             return False
@@ -223,8 +233,9 @@ class Driver:
     def _end_queue(self) -> None:
         """The sweep ends: what is still queued (a retry the budget left no room for) is
         cancelled with a reason, never left WAITING."""
-        why = ("the sweep stopped (the sampler repeats measured configurations)"
-               if self.exhausted else "the sweep's budget was spent before it ran")
+        why = ("the sweep stopped (every configuration is measured, or the sampler repeats "
+               "measured ones)" if self.exhausted
+               else "the sweep's budget was spent before it ran")
         numbers = self.sweep.cancel_queued(why)
         if numbers:
             self.progress.last = (f"queued, never run, cancelled ({why}): "
@@ -239,6 +250,11 @@ class Driver:
         launched = self.sweep.counted() + len(self.pending) if baseline is not None else 0
         prop = self.policy.next(self.sweep, baseline, launched=launched,   # (no read before
                                 started=self.progress.started)             # the baseline)
+        if self.policy.exhausted_at is not None and not self.said_exhausted:
+            self.said_exhausted = True
+            self.progress.last = ("every configuration of the space is measured: the finals "
+                                  "start now")
+            self.on_progress(self.progress)
         if prop is None:
             return False             # the confirmations wait for the baseline's final run
         if prop.kind == "invalid":

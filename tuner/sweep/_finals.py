@@ -96,6 +96,8 @@ class Finals:
         self.questions, self.final_questions = questions, final_questions
         self.finalists: list[int] | None = None
         self.leader: int | None = None
+        #: the finals run now whatever the budget says (the space is exhausted)
+        self.forced = False
 
     @classmethod
     def for_space(cls, space: SearchSpace, **kw: Any) -> Finals:
@@ -106,7 +108,7 @@ class Finals:
             rows: list[TrialSummary] | None = None) -> bool:
         """Whether the search phase is over and the finals run now. ``rows``: the study's
         summaries (a timed sweep with a final sample sizes its finals' time from them)."""
-        if self.finalists is not None:
+        if self.finalists is not None or self.forced:
             return True
         if self.reserve and trials is not None and launched >= trials - self.reserve:
             return True
@@ -123,6 +125,13 @@ class Finals:
         assert self.hours is not None
         each = final_launch_s(rows or [], self.questions, self.final_questions)
         return max(share * self.hours * 3600, launches * each if each else 0.0)
+
+    def force(self, launches: int) -> None:
+        """Run the finals from now on: every configuration is measured. A sweep without a
+        trial budget's reserve races and confirms over ``launches`` launches."""
+        self.forced = True
+        if not self.reserve:
+            self.reserve = launches
 
     def choose(self, rows: list[TrialSummary], elapsed_s: float = 0.0
                ) -> tuple[int, bool, dict[str, Any] | None] | None:

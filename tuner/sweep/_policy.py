@@ -8,6 +8,11 @@ has one (:mod:`tuner.sweep._final_sample`: the baseline's launch on it first). W
 finals decide is read back through the study's answer (:class:`tuner.study.Answer`): the
 pick is never this module's state, so a resumed sweep, the report and export agree.
 
+A space small enough to enumerate (:data:`ENUMERABLE` configurations at most, capacity
+knobs held) whose every configuration is measured goes to its finals at once, however much
+of the budget is left, and the sweep ends after them (:meth:`SearchPolicy.finished`):
+proposing measured configurations again would only store copies.
+
 The driver asks :meth:`SearchPolicy.next` for a proposal whenever a slot is free and runs
 it; this module never launches or records anything itself.
 """
@@ -24,9 +29,43 @@ from tuner.study import Role
 from tuner.study import SweepStudy
 from tuner.study import TrialSummary
 from tuner.sweep._final_sample import FAILED
+from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
 from tuner.sweep._final_sample import PENDING
 from tuner.sweep._final_sample import final_baseline
 from tuner.trial import EarlyStop
+
+
+#: a space of at most this many configurations (capacity knobs held at the baseline's
+#: values) is enumerated, so the sweep knows when it has measured all of them
+ENUMERABLE = 2000
+
+
+def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple[Any, Any]]
+                 ) -> frozenset[str] | None:
+    """The hashes of every canonical configuration a speed search can launch (capacity
+    knobs at the baseline's values; what the engine refuses left out), or None when the
+    space is continuous or larger than :data:`ENUMERABLE`."""
+    import math
+
+    from tuner.errors import ConfigError
+
+    base = space.complete({})
+    held = {n: base[n] for n in space.capacity_knobs if n in base}
+    spread = math.prod(len(space.domain(n) or [None]) for n in held)
+    if space.raw_size() > ENUMERABLE * spread:
+        return None
+    out: set[str] = set()
+    try:
+        for values in space.iter_configs(limit=ENUMERABLE * spread + 1):
+            if any(values.get(n, v) != v for n, v in held.items()):
+                continue
+            try:
+                out.add(canonical(values)[0].hash())
+            except ConfigError:
+                continue
+    except ValueError:                   # a continuous knob
+        return None
+    return frozenset(out)
 
 
 class SearchPolicy:
@@ -49,6 +88,11 @@ class SearchPolicy:
         self.finals = Finals.for_space(space, trials=settings.trials, hours=settings.hours,
                                        share=settings.finals_share, questions=questions,
                                        final_questions=self.final_questions)
+        self.space = space
+        #: every configuration's hash (None: not enumerated), found on the first call
+        self._every: frozenset[str] | bool | None = False
+        #: launches counted when every configuration was found measured (None: not yet)
+        self.exhausted_at: int | None = None
         self.plan = None
         if settings.staged:
             from tuner.sweep._strategy import StagedPlan
@@ -62,6 +106,10 @@ class SearchPolicy:
         may start now (the confirmations wait for the baseline's final-sample launch)."""
         elapsed = time.monotonic() - started
         finalist = None
+        if baseline is not None and self.exhausted_at is None and self._all_measured(sweep):
+            self.exhausted_at = launched
+            self.finals.force(MIN_FINAL_LAUNCHES if self.final_questions is not None
+                              else MIN_FINAL_LAUNCHES - 1)
         if baseline is not None and self.finals.due(
                 trials=self.s.trials, launched=launched, elapsed_s=elapsed,
                 rows=sweep.trials()):
@@ -83,6 +131,22 @@ class SearchPolicy:
                 prop.config_hash != self.plan.last):
             self.plan.not_taken()
         return prop
+
+    def _all_measured(self, sweep: SweepStudy) -> bool:
+        """Every configuration of an enumerable space has a finished launch (measured or
+        failed): nothing new is left to propose."""
+        if self._every is False:
+            self._every = every_config(self.space, self.canonical)
+        if not isinstance(self._every, frozenset):
+            return False
+        done = {s.config_hash for s in sweep.trials() if s.state in ("COMPLETE", "FAIL")}
+        return self._every <= done
+
+    def finished(self, launched: int) -> bool:
+        """The space was exhausted and its finals' launches are spent: the sweep ends
+        with budget left (it says so)."""
+        return self.exhausted_at is not None and launched >= (
+            self.exhausted_at + self.finals.reserve)
 
     def _regime_centers(self, sweep: SweepStudy) -> list[TrialSummary]:
         """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`),

@@ -68,9 +68,10 @@ class EarlyStop:
         return max(self.MIN_FIRST, math.ceil(self.fraction * measured))
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrialOptions:
-    """How to run a trial (everything but the configuration)."""
+    """How to run a trial (everything but the configuration). Frozen: a changed copy is
+    ``dataclasses.replace(opts, ...)``."""
 
     workdir: Path
     workload: Workload
