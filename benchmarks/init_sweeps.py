@@ -55,6 +55,11 @@ CASES = [
 ]
 
 
+#: the simulator's time scale per machine: a fast twin (a few ms a token on an H200)
+#: reads noisy at a high one (docs/simulator.md, "Limits")
+TIME_SCALE = {"dgx-spark": 300, "h200": 20}
+
+
 def tuner(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tuner", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd)
@@ -74,7 +79,8 @@ def run_case(case: Case, folder: Path, trials: int, gsm8k: Path, seed: int) -> d
         ("validate", ["space", "validate", str(space)], 120),
         ("sweep", ["sweep", str(space), "--engine", "sim", "--gsm8k", str(gsm8k),
                    "--storage", str(folder / "study.db"), "--study", "s",
-                   "--trials", str(trials), "--questions", "6", "--time-scale", "300",
+                   "--trials", str(trials), "--questions", "6",
+                   "--time-scale", str(TIME_SCALE[case.machine]),
                    "--seed", str(seed), "--ray-address", "none",
                    "--workdir", str(folder / "runs")], 3600),
         ("report", ["report", "s", "--storage", str(folder / "study.db"), "--json"], 300),

@@ -70,7 +70,10 @@ def test_duplicates_are_copied_not_run_with_model_backed_runner(tmp_path: Path) 
     tiny = parse_space(yaml.safe_dump(data))     # 36 configurations at most
     runner = ModelRunner(seed=2)
     study = run(tmp_path, runner, trials=50, space=tiny)
-    assert len(runner.launched) <= 36
+    measured = [t.user_attrs["config_hash"] for t in study.get_trials()
+                if t.user_attrs.get(ROLE) in ("baseline", "trial")]
+    assert len(measured) == len(set(measured)) <= 36     # each measured once, then the
+    assert len(runner.launched) <= 36 + 10               # finals (20% of 50)
     dupes = [t for t in study.get_trials() if t.user_attrs.get(ROLE) == "duplicate"]
     assert dupes
     for d in dupes:

@@ -38,11 +38,14 @@ from tuner.trial import EarlyStop
 #: a space of at most this many configurations (capacity knobs held at the baseline's
 #: values) is enumerated, so the sweep knows when it has measured all of them
 ENUMERABLE = 2000
+#: the sampler's repeats in a row after which an enumerable space's next unmeasured
+#: configuration is proposed instead
+REPEATS_BEFORE_FILL = 5
 
 
 def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple[Any, Any]]
-                 ) -> frozenset[str] | None:
-    """The hashes of every canonical configuration a speed search can launch (capacity
+                 ) -> dict[str, dict[str, Any]] | None:
+    """Every canonical configuration a speed search can launch, hash -> values (capacity
     knobs at the baseline's values; what the engine refuses left out), or None when the
     space is continuous or larger than :data:`ENUMERABLE`."""
     import math
@@ -54,18 +57,18 @@ def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple
     spread = math.prod(len(space.domain(n) or [None]) for n in held)
     if space.raw_size() > ENUMERABLE * spread:
         return None
-    out: set[str] = set()
+    out: dict[str, dict[str, Any]] = {}
     try:
         for values in space.iter_configs(limit=ENUMERABLE * spread + 1):
             if any(values.get(n, v) != v for n, v in held.items()):
                 continue
             try:
-                out.add(canonical(values)[0].hash())
+                out.setdefault(canonical(values)[0].hash(), values)
             except ConfigError:
                 continue
     except ValueError:                   # a continuous knob
         return None
-    return frozenset(out)
+    return out
 
 
 class SearchPolicy:
@@ -89,8 +92,10 @@ class SearchPolicy:
                                        share=settings.finals_share, questions=questions,
                                        final_questions=self.final_questions)
         self.space = space
-        #: every configuration's hash (None: not enumerated), found on the first call
-        self._every: frozenset[str] | bool | None = False
+        #: every configuration, hash -> values (None: not enumerated; False: not yet read)
+        self._every: dict[str, dict[str, Any]] | bool | None = False
+        #: the sampler's proposals in a row that repeated a measured configuration
+        self.repeats = 0
         #: launches counted when every configuration was found measured (None: not yet)
         self.exhausted_at: int | None = None
         self.plan = None
@@ -126,8 +131,14 @@ class SearchPolicy:
         if self.plan is not None and baseline is not None:
             planned = self.plan.next(sweep.measured(), sweep.best(), baseline,
                                      also=lambda: self._regime_centers(sweep))
+        from_plan = planned is not None
+        if planned is None and self.repeats >= REPEATS_BEFORE_FILL and baseline is not None:
+            left = self._unmeasured(sweep)      # the sampler circles what it measured:
+            if left:                            # an enumerable space's unmeasured one
+                planned = (left[0], "not yet measured (the sampler repeats itself)")
         prop = sweep.propose(self.canonical, planned=planned)
-        if planned is not None and self.plan is not None and (
+        self.repeats = self.repeats + 1 if prop.kind in ("repeat", "wait") else 0
+        if from_plan and self.plan is not None and (
                 prop.config_hash != self.plan.last):
             self.plan.not_taken()
         return prop
@@ -135,12 +146,18 @@ class SearchPolicy:
     def _all_measured(self, sweep: SweepStudy) -> bool:
         """Every configuration of an enumerable space has a finished launch (measured or
         failed): nothing new is left to propose."""
+        return bool(self._every_config()) and not self._unmeasured(sweep)
+
+    def _every_config(self) -> dict[str, dict[str, Any]] | None:
         if self._every is False:
             self._every = every_config(self.space, self.canonical)
-        if not isinstance(self._every, frozenset):
-            return False
-        done = {s.config_hash for s in sweep.trials() if s.state in ("COMPLETE", "FAIL")}
-        return self._every <= done
+        return self._every if isinstance(self._every, dict) else None
+
+    def _unmeasured(self, sweep: SweepStudy) -> list[dict[str, Any]]:
+        """An enumerable space's configurations no launch has started yet."""
+        every = self._every_config() or {}
+        seen = {s.config_hash for s in sweep.trials()}
+        return [v for h, v in every.items() if h not in seen]
 
     def finished(self, launched: int) -> bool:
         """The space was exhausted and its finals' launches are spent: the sweep ends
