@@ -317,7 +317,7 @@ def test_init_reproduces_the_shipped_qwen38_spark_space(tmp_path: Path) -> None:
             f: getattr(k, f) for f in fields}, name
     assert mine.baseline == shipped.baseline == {
         "moe_backend": "flashinfer_cutlass", "lm_head": "bf16", "speculative": "NEXTN",
-        "mem_fraction": 0.68}
+        "mem_fraction": 0.70}
     assert dict(mine.fixed_flags) == dict(shipped.fixed_flags)
     flags = dict(shipped.fixed_flags)
     assert (flags["--quantization"], flags["--ple-offload-embedding"],

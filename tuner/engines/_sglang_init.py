@@ -330,18 +330,23 @@ def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
                                  f"machine's {req.gpus} GPUs")
 
 
-def _memory_knob(req: InitRequest, out: InitSpace) -> None:
+def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> None:
     out.limits["--mem-fraction-static"] = {"max": req.fraction_high,
                                            "reason": req.fraction_cap_reason}
+    reason = req.fraction_reason
+    base = req.fraction_baseline
+    if recipe is not None and "mem_fraction" in recipe.baseline:
+        base = min(float(recipe.baseline["mem_fraction"]), req.fraction_high)
+        reason = reason.split("; baseline: ")[0] + f"; baseline {base:.2f}: the header says why"
     out.knobs.append(KnobBlock("mem_fraction", {
         "type": "float", "help": "--mem-fraction-static (weights + KV pool as a share of "
         "GPU memory)", "role": "capacity", "low": req.fraction_low,
         "high": req.fraction_high, "step": 0.01, "flag": "--mem-fraction-static",
         "evidence": _si("mem_fraction_static", "{value}")},
-        [f"bounds: {req.fraction_reason}; above {req.fraction_high:.2f}: this machine's "
+        [f"bounds: {reason}; above {req.fraction_high:.2f}: this machine's "
          "cap", "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
          "pool's size: held at the baseline while speed is searched"]))
-    out.baseline["mem_fraction"] = req.fraction_baseline
+    out.baseline["mem_fraction"] = base
 
 
 def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
@@ -363,11 +368,12 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     _lm_head_knob(req, caps, out, recipe)
     _speculation(req, caps, out)
     apply_kernel_fixes(out, caps, req.major)
-    _memory_knob(req, out)
+    _memory_knob(req, out, recipe)
     out.left_out += list(NOT_SEARCHED) + list(NOT_SEARCHED_BY_ARCH.get(req.architecture, ()))
     if recipe is not None:
         names = {k.name for k in out.knobs}
-        out.baseline.update({k: v for k, v in recipe.baseline.items() if k in names})
+        out.baseline.update({k: v for k, v in recipe.baseline.items()
+                             if k in names and k != "mem_fraction"})
         out.header.append(f"Baseline: {recipe.source}, with documented deviations:")
         out.header += [f"  * {d}" for d in recipe.deviations]
         if recipe.notes:

@@ -190,16 +190,18 @@ _QWEN38_SPARK = Recipe(
         "--reasoning-parser": "qwen3", "--ple-offload-embedding": True,
         "--ple-offload-backend": "file"},
     fixed_env={},
-    baseline={"moe_backend": "flashinfer_cutlass", "lm_head": "bf16", "speculative": "NEXTN"},
+    baseline={"moe_backend": "flashinfer_cutlass", "lm_head": "bf16", "speculative": "NEXTN",
+              "mem_fraction": 0.70},
     deviations=(
         "--max-running-requests 1 and --max-mamba-cache-size 5 instead of the cell's 8 and "
         "40: the batch-1 regime, with the cell's rule for the state pool (requests x 5 "
         "slots under the default extra_buffer strategy; fewer slots silently cap the "
         "requests)",
-        "--mem-fraction-static at this machine's baseline instead of the cell's 0.85: the "
-        "GB10 cap below (0.75 was reported to lock up a GB10 driver); the cell itself "
-        "warns of 8-12 GiB headroom and asks for a host memory watchdog, which the tool's "
-        "unified-memory guard is",
+        "--mem-fraction-static 0.70, this machine's cap, instead of the cell's 0.85 (0.75 was "
+        "reported to lock up a GB10 driver; the cell itself warns of 8-12 GiB headroom and "
+        "asks for a host memory watchdog, which the tool's unified-memory guard is); not "
+        "the machine's usual 0.68: with the BF16 MTP layer loaded (about 4.9 GiB) that "
+        "leaves under 2 GiB for the state pool and the graphs",
         "the cell's MTP draft (NEXTN 3/1/4) is the baseline's speculative setting; the "
         "cell's high-throughput twin (speculation off, --mamba-radix-cache-strategy "
         "extra_buffer_lazy, 24 requests) is not, since its strategy and width serve load, "
