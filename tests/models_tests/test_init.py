@@ -403,3 +403,23 @@ def test_qwen38_is_planned_only_where_a_recipe_proves_it(tmp_path: Path) -> None
     assert ("is planned on dgx-spark only, not h200" in proc.stderr
             and str(QWEN38 / "config.json") in proc.stderr), proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_the_main_job_runs_on_the_shipped_qwen38_space(tmp_path: Path) -> None:
+    """The README's main job on the second target: a 20-trial sweep of the committed
+    Qwen3.8-Flash-Next space on the simulator (its calibrated twin), end to end: every
+    launch proves its knobs and fixed flags (the file-backed n-gram table included), the
+    finals re-launch, and a pick is made."""
+    import re
+
+    sweep = subprocess.run(tuner_argv(
+        "sweep", str(QWEN38_SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+        "--storage", str(tmp_path / "s.db"), "--trials", "20", "--questions", "6",
+        "--time-scale", "300", "--seed", "3", "--workdir", str(tmp_path / "runs")),
+        capture_output=True, text=True, timeout=1500, cwd=tmp_path)
+    out = sweep.stdout
+    assert sweep.returncode == 0, out[-2000:] + sweep.stderr[-2000:]
+    assert re.search(r"(\d+) configurations: \1 feasible", out), out[-2000:]
+    assert "launch overhead: 20 launches" in out and "the pick #" in out
+    assert "0 failed" in out
