@@ -11,6 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from tuner_sim.calibrate import Row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,23 +33,29 @@ def main(argv: list[str] | None = None) -> int:
         from tuner_sim.host import main as host_main
 
         return host_main(args.path)
+    from tuner_sim.calibrate import qwen38_rows
     from tuner_sim.calibrate import rows
 
     try:
         if args.model is not None:
             return _predict(args.model, args.machine, args.json)
-        table = rows(args.machine)
+        table = rows(args.machine) + qwen38_rows(args.machine)
     except (LookupError, ValueError) as exc:    # an unknown --machine or --model: one line
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
-    if args.json:
+    return _print_rows(table, args.machine, args.json)
+
+
+def _print_rows(table: list[Row], machine: str, as_json: bool) -> int:
+    """The rows as a table (or JSON); exit 1 when a checked one is off."""
+    if as_json:
         print(json.dumps([{**r.__dict__, "error_pct": r.error_pct, "ok": r.ok} for r in table],
                          indent=2))
     else:
         from rich.console import Console
         from rich.table import Table
 
-        t = Table(title=f"Spark simulator vs published figures (machine {args.machine})")
+        t = Table(title=f"Spark simulator vs published figures (machine {machine})")
         for col in ("table", "metric", "published", "model", "error", "check"):
             t.add_column(col, justify="right" if col in ("published", "model", "error")
                          else "left")
@@ -75,6 +86,10 @@ def _predict(path: str, machine_name: str, as_json: bool) -> int:
                           "checkpoint folder with a config.json") from None
     if model.id == "ling-3.0-flash-fp4":
         return main(["calibrate", "--machine", machine_name, *(["--json"] if as_json else [])])
+    if model.id == "qwen3.8-flash-next-nvfp4" and machine_name == "dgx-spark":
+        from tuner_sim.calibrate import qwen38_rows
+
+        return _print_rows(qwen38_rows(machine_name), machine_name, as_json)
     table = predictions(model, machine, path)
     if as_json:
         print(json.dumps([r.__dict__ for r in table], indent=2))

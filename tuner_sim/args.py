@@ -30,6 +30,9 @@ ATTENTION_BACKENDS = [
 ]
 FP8_GEMM_BACKENDS = ["auto", "deep_gemm", "flashinfer_trtllm", "flashinfer_cutlass",
                      "flashinfer_deepgemm", "flashinfer_cutedsl", "cutlass", "triton", "aiter"]
+FP4_GEMM_BACKENDS = ["auto", "flashinfer_cudnn", "flashinfer_cutedsl", "flashinfer_cutlass",
+                     "flashinfer_trtllm", "marlin"]
+QWEN4_EXP = "Qwen4ExpForConditionalGeneration"
 LINEAR_ATTN_BACKENDS = ["triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda",
                         "ptx_kda", "helion", "intel_xpu"]
 CUDA_GRAPH_BACKENDS = ["full", "breakable", "disabled"]
@@ -44,7 +47,7 @@ SPEC_ALGORITHMS = {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3"}
 #: Architectures whose draft path SGLang fills in by itself (BailingMoeV3 is not one).
 AUTO_DRAFT_PATH = {"BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
-                   "BailingMoeV2_5ForCausalLM", "DeepseekV3ForCausalLM"}
+                   "BailingMoeV2_5ForCausalLM", "DeepseekV3ForCausalLM", QWEN4_EXP}
 
 
 class LaunchError(Exception):
@@ -80,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--enable-fp32-lm-head", action="store_true")
     a("--fp8-gemm-backend", dest="fp8_gemm_runner_backend", choices=FP8_GEMM_BACKENDS,
       default="auto")
+    a("--fp4-gemm-backend", dest="fp4_gemm_runner_backend", choices=FP4_GEMM_BACKENDS,
+      default="auto")
     a("--disable-flashinfer-autotune", action="store_true")
     a("--disable-shared-experts-fusion", action="store_true")
     a("--attention-backend", choices=ATTENTION_BACKENDS)
@@ -92,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--enable-linear-replayssm-spec", action="store_true")
     a("--linear-replayssm-cache-len", type=int, default=16)
     a("--mamba-ssm-dtype")
+    a("--mamba-radix-cache-strategy", choices=["auto", "extra_buffer", "extra_buffer_lazy",
+                                               "no_buffer"], default="auto")
+    # Qwen4-Exp's n-gram (PLE) table (sglang/srt/arg_groups/fields/exec_.py)
+    a("--ple-offload-embedding", action=argparse.BooleanOptionalAction, default=None)
+    a("--ple-offload-backend", choices=["pinned", "file"], default="pinned")
+    a("--ple-offload-dir")
     a("--speculative-algorithm")
     a("--speculative-draft-model-path", "--speculative-draft-model",
       dest="speculative_draft_model_path")
@@ -216,6 +227,39 @@ def _resolve_dspark(a: dict[str, Any], out: Resolved, draft_block: int | None) -
                             "--max-running-requests.")
 
 
+def _resolve_qwen4_exp(a: dict[str, Any], out: Resolved, major: int) -> None:
+    """Qwen4-Exp's rules in 0.5.23: the PLE offload (on by default for its BF16-dtype
+    checkpoints on CUDA, ``model_overrides/qwen4_exp.py``; the file backend needs it,
+    ``memory_hook.py``), page size 64 for the compressed QSA indexer, and the NVFP4 MoE
+    runner: ``auto`` with ``--quantization modelopt_fp4`` on SM12x is flashinfer_cutlass
+    (``overrides.py``); otherwise the NVFP4 MoE method's auto is flashinfer_trtllm, whose
+    trtllm-gen kernels are SM100-only (a GB10 fails at start-up, the cookbook's note)."""
+    if a["ple_offload_embedding"] is None:
+        a["ple_offload_embedding"] = True
+    if a["ple_offload_backend"] == "file" and a["ple_offload_embedding"] is False:
+        raise LaunchError("ValueError", "--ple-offload-backend file requires "
+                          "--ple-offload-embedding: the file-backed table is the offloaded "
+                          "table.")
+    if a["page_size"] != 64:
+        a["page_size"] = 64
+        out.logs.append("Setting page size to 64 for compressed QSA (full//ratio compressed "
+                        "addressing).")
+    if a["moe_runner_backend"] == "auto":
+        if a["quantization"] == "modelopt_fp4" and major in (11, 12):
+            a["moe_runner_backend"] = "flashinfer_cutlass"
+            out.logs.append("Use flashinfer_cutlass as MoE runner backend on SM110/SM120 for "
+                            "modelopt_fp4 (trtllm-gen MoE kernels are SM100-only)")
+        elif major >= 10:
+            a["moe_runner_backend"] = "flashinfer_trtllm"
+    if a["moe_runner_backend"] == "flashinfer_trtllm" and major != 10:
+        raise LaunchError("RuntimeError", "simulator: the NVFP4 MoE method's "
+                          "flashinfer_trtllm runner fails at FlashInfer autotune on sm "
+                          f"{major}x (trtllm-gen MoE kernels are SM100-only); pass "
+                          "--quantization modelopt_fp4 or --moe-runner-backend "
+                          "flashinfer_cutlass")
+    a["quantization"] = a["quantization"] or "modelopt_fp4"
+
+
 def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int, int],
             model_context: int, env: dict[str, str], memory_gb: float,
             draft_block: int | None = None) -> Resolved:
@@ -232,9 +276,14 @@ def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int,
         out.warnings.append("'--disable-cuda-graph' is deprecated and will be removed in a "
                             "future release. Use '--cuda-graph-backend-{decode,prefill}="
                             "disabled' instead.")
+    major = capability[0]
+    if architecture == QWEN4_EXP:
+        _resolve_qwen4_exp(a, out, major)
+    elif a["ple_offload_embedding"]:
+        raise LaunchError("ValueError", "--ple-offload-embedding only supports "
+                          "Qwen4ExpForConditionalGeneration")
     # MoE backend: auto picks flashinfer_mxfp4 for Ling-3.0's mixed FP8/MXFP4 checkpoint.
     a["quantization"] = a["quantization"] or "fp8"
-    major = capability[0]
     if a["moe_runner_backend"] == "auto" and architecture == "BailingMoeV3ForCausalLM" and (
             major in (9, 10, 12)):
         a["moe_runner_backend"] = "flashinfer_mxfp4"

@@ -11,6 +11,10 @@ Workload shapes used for the predictions (documented in docs/simulator.md):
   decode context 8,192 + 512. Throughput is the cookbook's: input and output tokens over
   the request's time. Concurrency 16 is replayed through the scheduler model
   (:mod:`tuner_sim.load`: 16 clients, 160 requests, the cookbook's launch flags).
+* Qwen3.8-Flash-Next's cookbook cells (:func:`qwen38_rows`, docs/simulator.md): the same
+  ``bench_serving`` random dataset at 1,024 tokens in and 256 out, T=0, each cell replayed
+  through the scheduler model with the cell's own launch flags and its benchmark command's
+  request count (8 at concurrency 1, twice the concurrency above: its ``numPromptsByConc``).
 """
 
 from __future__ import annotations
@@ -189,4 +193,99 @@ def cookbook_rows(pm: Callable[[Settings], PerfModel], machine: Machine | None =
                     "tok/s", check=tps_check)]
     out.append(Row(tbl, "DSPARK speed-up over off at concurrency 1 (PR: ~2.7x)", 25.76 / 9.48,
                    tpot1["off"] / tpot1["DSPARK"], "x", check="info"))
+    return out
+
+
+# ---- Qwen3.8-Flash-Next on the GB10 (sgl-project/sglang PR #37995's cookbook cells) ----
+
+QWEN38 = "RadixArk/Qwen3.8-Flash-Next-NVFP4"
+#: the 1x Spark cells' shared flags (docs/src/snippets/configs/Qwen/qwen3.8-flash-next.jsx):
+#: TP 1, the n-gram table file-backed on the NVMe (the PLE Offload chip "On (NVMe file)")
+_QWEN38_BASE = ["--model-path", QWEN38, "--tp-size", "1", "--fp4-gemm-backend",
+                "flashinfer_cutlass", "--page-size", "64", "--chunked-prefill-size", "4096",
+                "--context-length", "262144", "--reasoning-parser", "qwen3",
+                "--mem-fraction-static", "0.85", "--ple-offload-embedding",
+                "--ple-offload-backend", "file"]
+_QWEN38_MTP = ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
+               "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+               "--max-running-requests", "8", "--max-mamba-cache-size", "40"]
+_QWEN38_OFF = ["--mamba-radix-cache-strategy", "extra_buffer_lazy", "--max-running-requests",
+               "24", "--max-mamba-cache-size", "96"]
+#: RadixArk's export passes --quantization modelopt_fp4; NVIDIA's ModelOpt MIXED_PRECISION
+#: export does not and pins the MoE runner instead (its 2x cells' flags)
+QWEN38_ARGV = {
+    ("RDXA", "low latency"): [*_QWEN38_BASE, "--quantization", "modelopt_fp4", *_QWEN38_MTP],
+    ("RDXA", "high throughput"): [*_QWEN38_BASE, "--quantization", "modelopt_fp4",
+                                  *_QWEN38_OFF],
+    ("NVDA", "low latency"): [*_QWEN38_BASE, "--moe-runner-backend", "flashinfer_cutlass",
+                              *_QWEN38_MTP],
+    ("NVDA", "high throughput"): [*_QWEN38_BASE, "--moe-runner-backend",
+                                  "flashinfer_cutlass", *_QWEN38_OFF],
+}
+#: (export, tier, nodes) -> [(concurrency, TTFT ms, TPOT ms, (input + output) tok/s per
+#: GPU)], docs/src/snippets/configs/Qwen/qwen3.8-flash-next-benchmarks.jsx
+QWEN38_CELLS: dict[tuple[str, str, int], list[tuple[int, float, float, float]]] = {
+    ("RDXA", "low latency", 1): [(1, 648.92, 33.59, 137), (4, 1089.20, 60.10, 288),
+                                 (8, 1341.05, 94.64, 358)],
+    ("RDXA", "high throughput", 1): [(1, 580.18, 61.63, 80), (16, 7281.52, 181.30, 386),
+                                     (24, 8336.78, 241.20, 415)],
+    ("NVDA", "low latency", 1): [(1, 650.03, 33.26, 136), (4, 1546.18, 61.22, 266),
+                                 (8, 2167.14, 95.63, 342)],
+    ("NVDA", "high throughput", 1): [(1, 604.33, 63.54, 78), (16, 6272.56, 179.25, 397),
+                                     (24, 7151.52, 246.79, 443)],
+    ("RDXA", "low latency", 2): [(1, 457.14, 19.94, 116), (16, 2027.14, 79.16, 379),
+                                 (24, 2301.03, 101.95, 464)],
+    ("RDXA", "high throughput", 2): [(1, 416.42, 39.33, 60), (16, 4035.18, 90.87, 372),
+                                     (96, 19531.95, 301.92, 603)],
+    ("NVDA", "low latency", 2): [(1, 447.13, 18.70, 119), (16, 2161.72, 73.20, 415),
+                                 (24, 1608.84, 97.80, 496)],
+    ("NVDA", "high throughput", 2): [(1, 398.49, 38.62, 61), (16, 4949.99, 90.58, 364),
+                                     (96, 17962.94, 289.52, 632)],
+}
+#: the KV pools the 1x RDXA cells' notes state (tokens)
+QWEN38_POOLS = {"low latency": 93_000, "high throughput": 286_000}
+
+
+def qwen38_rows(machine_name: str = "dgx-spark") -> list[Row]:
+    """The twin of Qwen3.8-Flash-Next against the cookbook's cells. Calibrated on (FIT and
+    checked within 5%): the RadixArk export's 1x TPOT at every concurrency and the
+    high-throughput cell's TTFT at concurrency 1. Reported with their error (not fitted,
+    not checked): the other TTFTs and the throughputs of those cells, NVIDIA's export on
+    one Spark (the same twin), and the 2x cells at concurrency 1, TP=2, which the
+    simulator does not model (the 1x twin's figure beside them). Empty on a machine that is
+    not a GB10."""
+    if machine_name != "dgx-spark":
+        return []
+    machine = load_machine(machine_name)
+    model = load_model_for_path(QWEN38)
+    out: list[Row] = []
+    for (export, tier, nodes), cells in QWEN38_CELLS.items():
+        argv = QWEN38_ARGV[(export, tier)]
+        fitted = export == "RDXA" and nodes == 1
+        tbl = (f"Qwen3.8-Flash-Next {export}, {nodes}x GB10 cookbook {tier}, random "
+               "1024/256, T=0" + ("" if nodes == 1 else " (TP=2 not modelled: the 1x twin)"))
+        # a pair's cells under load run 24 or 96 requests, whose state pool (120 or 384
+        # slots of 0.12 GB) one Spark cannot hold: only its concurrency-1 cell is replayed
+        for c, ttft, tpot, tps in cells if nodes == 1 else cells[:1]:
+            r = closed_loop(core_for(argv, machine, model), prompts=8 if c == 1 else 2 * c,
+                            concurrency=c, input_tokens=1024, output_tokens=256)
+            ttft_check = "within5" if fitted and c == 1 and tier == "high throughput" \
+                else "info"
+            out += [Row(tbl, f"concurrency {c}: TPOT", tpot, r.mean_tpot_ms, "ms",
+                        check="within5" if fitted else "info"),
+                    Row(tbl, f"concurrency {c}: mean TTFT", ttft, r.mean_ttft_ms, "ms",
+                        check=ttft_check),
+                    Row(tbl, f"concurrency {c}: tok/s (in + out)" + (
+                        "" if nodes == 1 else f", the pair's ({nodes} x per GPU)"),
+                        tps * nodes, r.tokens_per_s, "tok/s", check="info")]
+        if fitted:
+            pool = core_for(argv, machine, model).limits.pool_tokens
+            out.append(Row(tbl, "KV pool at --mem-fraction-static 0.85 (the cell's notes)",
+                           QWEN38_POOLS[tier], pool, "tokens", check="info"))
+    mtp = PerfModel(machine, model, Settings(moe_backend="flashinfer_cutlass", lm_head="bf16",
+                                             speculative=True))
+    out.append(Row("Qwen3.8-Flash-Next RDXA, 1x GB10 cookbook low latency, random 1024/256, "
+                   "T=0", "MTP accept length on random tokens (published: 2.9-3.5 on "
+                   "non-thinking output)", 3.2, mtp.expected_accept_length("greedy", "random"),
+                   "", check="info"))
     return out

@@ -17,6 +17,11 @@ derived-model.yaml`` (ASSUMED). What it reads:
   ``shared_expert_intermediate_size``);
 * the NEXTN (MTP) layers in the checkpoint (``num_nextn_predict_layers``,
   ``mtp_num_hidden_layers``; Qwen3-Next's one, which SGLang assumes);
+* Qwen4-Exp (Qwen3.8-Flash-Next): the Qwen Sparse Attention indexer (``indexer_*``), the
+  hyper-connection streams (``hc_count``, ``hc_lowrank``), the n-gram (PLE) tables at
+  ``ple_layer_ids`` as SGLang 0.5.23 builds them and their projections, the recurrent state
+  in ``mamba_ssm_dtype``, and the vision tower (``vision_config``: resident, not read per
+  text token);
 * each part's precision (:mod:`tuner_sim.precision`), the vocabulary, tied embeddings and
   the context length.
 """
@@ -24,6 +29,7 @@ derived-model.yaml`` (ASSUMED). What it reads:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -90,6 +96,8 @@ class Shape:
     state_bytes: float = 0.0        # per request: linear-attention recurrent + conv state
     attn_flops: float = 0.0         # prefill, per (token, context token): full layers
     window_flops: float = 0.0       # the same, sliding-window layers
+    plain: float = 0.0              # params in the model dtype, read every step: Qwen4-Exp's
+    #                                 hyper-connection mixers and PLE projections
     kinds: list[str] = field(default_factory=list)
 
 
@@ -100,7 +108,7 @@ def layer_kinds(cfg: dict[str, Any], layers: int) -> list[str]:
     names = cfg.get("layer_types")
     if isinstance(names, list) and len(names) == layers:
         table = {"full_attention": full, "attention": full, "sliding_attention": "sliding",
-                 "linear_attention": "linear"}
+                 "linear_attention": "linear", "qwen_sparse_attention": full}
         unknown = sorted({str(n) for n in names} - set(table))
         if unknown:
             raise DeriveError(f"layer_types {unknown} are not understood")
@@ -149,10 +157,19 @@ def _attention(cfg: dict[str, Any], kind: str, h: int, kv_dtype: float) -> tuple
     hd = _int(cfg, "head_dim", default=h // heads)
     if kind in ("full", "sliding"):
         kvh = _int(cfg, "num_key_value_heads", default=heads)
-        gated = cfg.get("attn_output_gate", cfg.get("model_type") == "qwen3_next")
+        gated = cfg.get("attn_output_gate", cfg.get("model_type") in ("qwen3_next",
+                                                                       "qwen4_exp_text"))
         q = h * heads * hd * (2 if gated else 1)
         params = q + 2 * h * kvh * hd + heads * hd * h
-        return params, int(2 * kvh * hd * kv_dtype), 4.0 * heads * hd, 0.0
+        kv = 2 * kvh * hd * kv_dtype
+        if kind == "full" and isinstance(cfg.get("indexer_n_heads"), int):
+            # Qwen Sparse Attention's indexer: query and key heads from one projection; its
+            # keys cached pooled by the compression ratio (the compressed QSA pool)
+            ih, ikv = _int(cfg, "indexer_n_heads"), _int(cfg, "indexer_kv_heads", default=1)
+            ihd = _int(cfg, "indexer_head_dim")
+            params += (ih + ikv) * ihd * h
+            kv += ikv * ihd * kv_dtype / _int(cfg, "indexer_compress_ratio", default=1)
+        return params, int(kv), 4.0 * heads * hd, 0.0
     return _linear_attention(cfg, h, heads, hd, kv_dtype)
 
 
@@ -166,7 +183,9 @@ def _linear_attention(cfg: dict[str, Any], h: int, heads: int, hd: int, dtype: f
         kernel = _int(cfg, "linear_conv_kernel_dim", default=4)
         conv = 2 * nk * dk + nv * dv
         params = h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + conv * kernel + nv * dv * h
-        state = nv * dk * dv * dtype + (kernel - 1) * conv * dtype
+        ssm = cfg.get("mamba_ssm_dtype")          # the recurrent state's, where declared
+        ssm_b = bytes_per_param(model_dtype({"torch_dtype": ssm})) if ssm else dtype
+        state = nv * dk * dv * ssm_b + (kernel - 1) * conv * dtype
         return params, 0, 0.0, state
     if cfg.get("model_type") == "bailing_hybrid" or "kda_lower_bound" in cfg:   # KDA
         kernel = _int(cfg, "short_conv_kernel_size", default=4)
@@ -200,6 +219,71 @@ def _shared_width(cfg: dict[str, Any]) -> int:
     return _int(cfg, "shared_expert_intermediate_size", default=0)
 
 
+def _next_prime(n: int) -> int:
+    m = n + 1
+    while m < 2 or any(m % d == 0 for d in range(2, math.isqrt(m) + 1)):
+        m += 1
+    return m
+
+
+def ple_table_params(cfg: dict[str, Any]) -> int:
+    """Parameters of Qwen4-Exp's n-gram (PLE) tables, as SGLang 0.5.23 builds them
+    (``models/qwen4_exp.py``, ``Qwen4ExpNGramEmbedding``): per PLE layer, (ngram_size - 1)
+    x heads_per_ngram heads, head j of layer i taking the (i * heads + j + 1)-th prime from
+    ``ngram_vocab_size_base``, their sum padded to ``make_ngram_vocab_size_divisible_by``,
+    each row ``ple_embed_dim / heads`` wide."""
+    ids = cfg.get("ple_layer_ids") or []
+    if not isinstance(ids, list) or not ids:
+        return 0
+    heads = (_int(cfg, "ngram_size", default=3) - 1) * _int(cfg, "heads_per_ngram", default=8)
+    width = _int(cfg, "ple_embed_dim", default=_int(cfg, "hidden_size")) // heads
+    base = _int(cfg, "ngram_vocab_size_base", default=20000000)
+    div = _int(cfg, "make_ngram_vocab_size_divisible_by", default=128)
+    prime, total = base - 1, 0
+    for _ in ids:
+        rows = 0
+        for _ in range(heads):
+            prime = _next_prime(prime)
+            rows += prime
+        total += -(-rows // div) * div * width
+    return total
+
+
+def _hyper_params(cfg: dict[str, Any], h: int) -> float:
+    """One layer's hyper-connection mixers (Qwen4-Exp, before attention and before the MLP):
+    a norm over the streams, a down and an up projection through the low rank, the
+    per-stream injection; 0 without ``hc_count``."""
+    hc = _int(cfg, "hc_count", default=0)
+    if hc <= 1:
+        return 0.0
+    wide = hc * h
+    return 2.0 * (wide + 2 * wide * _int(cfg, "hc_lowrank", default=320) + hc * wide)
+
+
+def _ple_projections(cfg: dict[str, Any], h: int) -> float:
+    """Each PLE layer's key (hc h x d) and value (h x d) projections, three norms and its
+    short convolution."""
+    ids = cfg.get("ple_layer_ids") or []
+    if not isinstance(ids, list) or not ids:
+        return 0.0
+    hc = max(1, _int(cfg, "hc_count", default=1))
+    d = _int(cfg, "ple_embed_dim", default=h)
+    kernel = _int(cfg, "ple_conv_kernel_size", default=4)
+    return len(ids) * (d * (hc * h + h) + 3 * hc * h + hc * h * kernel)
+
+
+def _vision_params(cfg: dict[str, Any]) -> float:
+    """A Qwen3-VL-style vision tower (``vision_config``): blocks of attention (4 h^2) and
+    an MLP (2 h i), and the merger of merge^2 patches into the text width."""
+    v = cfg.get("vision_config")
+    if not isinstance(v, dict):
+        return 0.0
+    vh, vi = _int(v, "hidden_size", default=1152), _int(v, "intermediate_size", default=4304)
+    merged = vh * _int(v, "spatial_merge_size", default=2) ** 2
+    out = _int(v, "out_hidden_size", default=_int(cfg, "hidden_size"))
+    return _int(v, "depth", default=27) * (4 * vh * vh + 2 * vh * vi) + merged * (merged + out)
+
+
 def shape(cfg: dict[str, Any], layers: int) -> Shape:
     h = _int(cfg, "hidden_size", "d_model")
     kv_dtype = bytes_per_param(model_dtype(cfg))
@@ -223,6 +307,13 @@ def shape(cfg: dict[str, Any], layers: int) -> Shape:
                                  else 0)
         else:
             s.dense_mlp += 3 * h * _int(cfg, "intermediate_size")
+    hyper = _hyper_params(cfg, h)
+    s.plain = layers * hyper + hyper / 2 + _ple_projections(cfg, h)   # and the final mixer
+    ids = cfg.get("ple_layer_ids") or []
+    if isinstance(ids, list) and ids:               # the PLE short convolution's history
+        hc = max(1, _int(cfg, "hc_count", default=1))
+        s.state_bytes += len(ids) * (_int(cfg, "ple_conv_kernel_size", default=4) - 1) * (
+            _int(cfg, "ngram_size", default=3)) * hc * h * kv_dtype
     return s
 
 
@@ -239,16 +330,28 @@ def _dominant(prec: dict[str, str], s: Shape) -> str:
     return prec["attention"] if s.attention >= s.shared + s.dense_mlp else prec["shared"]
 
 
+def _mtp_unquantized(cfg: dict[str, Any]) -> bool:
+    """The quantization config leaves the MTP layer in the model dtype (``mtp.*``)."""
+    qc = cfg.get("quantization_config")
+    if not isinstance(qc, dict):
+        return False
+    skipped = [*(qc.get("ignore") or []), *(qc.get("modules_to_not_convert") or []),
+               *(qc.get("exclude_modules") or [])]
+    return any(str(m).startswith(("mtp", "model.mtp")) for m in skipped)
+
+
 def _nextn(cfg: dict[str, Any], h: int, b: dict[str, float]) -> NextN:
     """One NEXTN (MTP) layer: a full-attention (or MLA) decoder layer with a MoE MLP, plus
-    its projection of [embedding; hidden] (2h x h); it shares the target's embedding and
-    LM head. SGLang drafts with one such layer whatever the checkpoint holds."""
+    its projection of [embedding; hidden] (2h x h) (and Qwen4-Exp's hyper-connection
+    mixers); it shares the target's embedding and LM head. SGLang drafts with one such
+    layer whatever the checkpoint holds."""
     e, _, width = _experts(cfg)
     kind = "mla" if cfg.get("kv_lora_rank") is not None else "full"
-    attn, kv, _, _ = _attention(cfg, kind, h, bytes_per_param(model_dtype(cfg)))
+    dtype = bytes_per_param(model_dtype(cfg))
+    attn, kv, _, _ = _attention(cfg, kind, h, dtype)
     dense = (attn + 2 * h * h) * b["attention"] + 3 * h * _shared_width(cfg) * b["shared"] \
-        + h * e * b["router"]
-    experts = e * 3 * h * width * b["experts"]
+        + h * e * b["router"] + 1.5 * _hyper_params(cfg, h) * dtype
+    experts = e * 3 * h * width * (dtype if _mtp_unquantized(cfg) else b["experts"])
     return NextN(weights_gb=(dense + experts) / 1e9, dense_active_gb=dense / 1e9,
                  kv_bytes_per_token=kv, moe_layers=1)
 
@@ -268,18 +371,23 @@ def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
     s = shape(cfg, layers)
     moe_layers = sum(moe_layer_flags(cfg, layers))
     expert = 3 * h * width
-    dense = s.attention + s.shared + s.dense_mlp + s.router
+    dense = s.attention + s.shared + s.dense_mlp + s.router + s.plain
     vocab = _int(cfg, "vocab_size")
     tied = bool(cfg.get("tie_word_embeddings", False))
+    dtype = bytes_per_param(model_dtype(cfg))
     dense_gb = (s.attention * b["attention"] + (s.shared + s.dense_mlp) * b["shared"]
-                + s.router * b["router"]) / 1e9
+                + s.router * b["router"] + s.plain * dtype) / 1e9
+    ple = ple_table_params(cfg)
+    ple_dtype = "fp8" if str(cfg.get("ple_embedding_dtype", "")).startswith("float8") else (
+        model_dtype(cfg))
+    vision = _vision_params(cfg)
     folder = path.parent if path.name == "config.json" else path
     data = {
         **defaults, "id": folder.name if path.name == "config.json" else path.stem,
         "aliases": [], "twin": DERIVED, "architecture": str(archs[0]),
         "model_type": str(cfg.get("model_type") or ""), "served_model_name": str(folder),
-        "params_total_b": (moe_layers * e * expert + dense + vocab * h * (1 if tied else 2))
-        / 1e9,
+        "params_total_b": (moe_layers * e * expert + dense + vocab * h * (1 if tied else 2)
+                           + ple + vision) / 1e9,
         # matmul weights one prefill token passes through (the LM head runs on the last
         # token only)
         "params_active_b": (moe_layers * k * expert + dense) / 1e9,
@@ -299,6 +407,11 @@ def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
         "prefill_attn_flops_per_pair": s.attn_flops,
         "prefill_window_flops_per_pair": s.window_flops,
         "nextn": _nextn(cfg, h, b) if mtp_layers(cfg) else None,
+        # the PLE tables in their storage dtype: ple_embedding_dtype where declared, else
+        # the model dtype (SGLang switches to FP8 at load when the shards are FP8, which a
+        # config.json does not say)
+        "ple_table_gb": ple * bytes_per_param(ple_dtype) / 1e9,
+        "resident_extra_gb": vision * dtype / 1e9,
     }
     return Model.model_validate(data)
 

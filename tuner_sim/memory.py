@@ -53,6 +53,26 @@ def draft_cost(model: Model, args: dict[str, Any]) -> tuple[float, int]:
     return model.nextn.weights_gb, model.nextn.kv_bytes_per_token
 
 
+def ple_resident_gb(machine: Machine, model: Model, args: dict[str, Any]) -> float:
+    """The PLE tables' share of the GPU's pool: all of it unless offloaded; offloaded to a
+    file (``--ple-offload-backend file``) none; to pinned host memory none on a GPU of its
+    own, all of it on a unified-memory machine, whose host memory is the same pool (the
+    cookbook: "offloading to RAM frees nothing there")."""
+    if not model.ple_table_gb:
+        return 0.0
+    if not args.get("ple_offload_embedding"):
+        return model.ple_table_gb
+    if args.get("ple_offload_backend") == "file" or machine.host is None:
+        return 0.0
+    return model.ple_table_gb
+
+
+def launch_weights_gb(machine: Machine, model: Model, args: dict[str, Any]) -> float:
+    """What a launch loads into the GPU's pool: the weights, the draft's, resident PLE."""
+    return (model.weights_gb + draft_cost(model, args)[0]
+            + ple_resident_gb(machine, model, args))
+
+
 def weights_oom(machine: Machine, weights_gb: float, free_gb: float) -> tuple[str, str]:
     """How a load whose weights exceed the device's memory fails: PyTorch's CUDA OOM,
     raised by the allocation that no longer fits, part way through the weight load."""
@@ -72,8 +92,8 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     dspark = args["speculative_algorithm"] == "DSPARK"
     capacity = machine.memory_gib * GIB / 1e9
     free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
-    draft_gb, draft_kv = draft_cost(model, args)
-    weights = model.weights_gb + draft_gb
+    _, draft_kv = draft_cost(model, args)
+    weights = launch_weights_gb(machine, model, args)
     if weights > free0:
         raise LaunchError(*weights_oom(machine, weights, free0))
     avail = free0 - weights

@@ -183,7 +183,8 @@ class PerfModel:
                                  batch)
                 + self._ms(self.model.dense_active_gb * 1e9, self._dense_eff())
                 + self.lm_head_ms()
-                + batch * self.context_ms(context))
+                + batch * self.context_ms(context)
+                + batch * m_tokens * self.model.decode_us_per_token / 1e3)
 
     def draft_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
                  ) -> float:
@@ -256,7 +257,8 @@ class PerfModel:
         stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
             chunks * m.dense_active_gb * 1e9, self._dense_eff())
         return self.machine.prefill_overhead_ms + max(compute_ms, stream_ms) + 0.1 * min(
-            compute_ms, stream_ms) + self.lm_head_ms()
+            compute_ms, stream_ms) + self.lm_head_ms() + (
+            new_tokens * m.prefill_us_per_token / 1e3)
 
     # -- acceptance -------------------------------------------------------------------------------
     def acceptance_class(self, kind: str, content: str = "math") -> AcceptanceClass:

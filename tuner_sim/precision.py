@@ -61,7 +61,7 @@ def model_dtype(cfg: dict[str, Any]) -> str:
 
 
 def _part_of(module: str) -> str | None:
-    m = module.lower()
+    m = module.lower().replace("*", "")          # a glob names the same part: *.mlp.gate*
     if "lm_head" in m:
         return "lm_head"
     if "embed" in m:

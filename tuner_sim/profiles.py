@@ -255,6 +255,17 @@ class Model(_M):
     prefill_window_flops_per_pair: float = 0.0
     nextn: NextN | None = None
     dspark: DSparkDraft | None = None
+    #: Qwen4-Exp's n-gram (PLE) tables: resident unless ``--ple-offload-embedding`` keeps
+    #: them out of the GPU's pool (a file on the NVMe; pinned host memory, which a
+    #: unified-memory machine counts all the same)
+    ple_table_gb: float = 0.0
+    #: weights resident but never read per text token (a vision tower)
+    resident_extra_gb: float = 0.0
+    #: per new prefill token, a cost the FLOP and byte model does not see (Qwen4-Exp: the
+    #: n-gram rows gathered from the table file); 0 where none is known
+    prefill_us_per_token: float = 0.0
+    #: the same per token of a decode forward (every verify token counts; the draft's none)
+    decode_us_per_token: float = 0.0
     gsm8k: Gsm8kBehaviour
     humaneval: HumanEvalBehaviour = HumanEvalBehaviour()
     acceptance: Acceptance
@@ -268,10 +279,12 @@ class Model(_M):
 
     @property
     def weights_gb(self) -> float:
-        """Everything resident: all routed experts, dense weights, embedding, LM head."""
+        """Everything resident: all routed experts, dense weights, embedding, LM head (and
+        any resident weights no token reads); the PLE tables apart (:attr:`ple_table_gb`)."""
         routed = self.moe_layers * self.routed_experts * self.expert_bytes / 1e9
         return routed + self.dense_active_gb + self.embedding_gb + (
-            self.lm_head_params_m * self.lm_head_bytes_per_param * 1e-3)
+            self.lm_head_params_m * self.lm_head_bytes_per_param * 1e-3) + (
+            self.resident_extra_gb)
 
 
 def _dirs() -> list[Path]:

@@ -46,7 +46,7 @@ from tuner_sim.gsm8k import output_length
 from tuner_sim.gsm8k import uniform
 from tuner_sim.humaneval import HumanEvalOracle
 from tuner_sim.humaneval import reply_tokens
-from tuner_sim.memory import draft_cost
+from tuner_sim.memory import launch_weights_gb
 from tuner_sim.memory import plan_memory
 from tuner_sim.parallel import describe_tp
 from tuner_sim.parallel import per_rank
@@ -253,7 +253,7 @@ class SimServer:
             err = exc
         free0 = self.machine.memory_gib * 1.073741824 - self.machine.runtime_reserved_gib
         log(f"Load weight begin. avail mem={free0:.2f} GB")
-        weights = self.model.weights_gb + draft_cost(self.model, a)[0]
+        weights = launch_weights_gb(self.machine, self.model, a)
         load_s = weights / st.weight_load_gbs
         if mem is None and err.exc_type == "torch.OutOfMemoryError":
             self.sleep(min(weights, free0) / st.weight_load_gbs)   # the shard that fails

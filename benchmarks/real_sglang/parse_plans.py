@@ -4,6 +4,8 @@
     python benchmarks/real_sglang/parse_plans.py --space S.yaml --all  # every plan of S
     python benchmarks/real_sglang/parse_plans.py --space /tmp/pinned16.yaml --ring-control 16
     python benchmarks/real_sglang/parse_plans.py --argv-file plans.json
+    python benchmarks/real_sglang/parse_plans.py --all --ple-control \
+        --space search_spaces/qwen3.8-flash-next-nvfp4-dgx-spark.yaml
 
 What it proves, for every configuration of each space (``load_space(...).iter_configs()``,
 then the engine's ``repair``, ``canonicalize`` and ``plan``, as a sweep launches them) whose
@@ -18,6 +20,15 @@ argv carries ``--speculative-algorithm DSPARK`` (every plan with ``--all``):
   ``mem_cache/memory_pool.py`` states it (L a power of two, L >= 2 * draft tokens, the draft
   tokens being ``max_speculative_num_draft_tokens``, which the pool is built with) and by
   building SGLang's real ``MambaPool`` on the CPU with a tiny KDA (KimiLinear) state shape.
+
+* for every plan that sets the Qwen4-Exp n-gram (PLE) table's offload
+  (``--ple-offload-embedding``, ``--ple-offload-backend``): SGLang's own flag check of it,
+  ``handle_offload_compatibility`` (``arg_groups/memory_hook.py``: the file backend needs
+  the offload on, and the offload excludes the generic layer offload).
+
+``--ple-control`` adds a negative control per space: its first plan with
+``--ple-offload-backend file``, the offload turned off (``--no-ple-offload-embedding``); it
+passes only when SGLang's check refuses it.
 
 ``--ring-control LEN`` adds a negative control per space, built by hand so that our tool's
 plan-time refusal is bypassed: the space's first DSPARK plan with the block size set to
@@ -126,6 +137,26 @@ def collect(path: Path, every: bool) -> tuple[list[dict[str, Any]], dict[str, An
     return list(plans.values()), {"stats": dict(stats), "examples": examples}
 
 
+PLE_ON, PLE_OFF, PLE_BACKEND = ("--ple-offload-embedding", "--no-ple-offload-embedding",
+                                "--ple-offload-backend")
+
+
+def sets_ple(argv: list[str]) -> bool:
+    return any(a in (PLE_ON, PLE_OFF, PLE_BACKEND) for a in argv)
+
+
+def ple_control(items: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
+    """A launch SGLang must refuse: a file-backed PLE plan with the offload turned off."""
+    base = next((i for i in items if flag_value(i["argv"], PLE_BACKEND) == "file"), None)
+    if base is None:
+        return None
+    argv = [PLE_OFF if a == PLE_ON else a for a in base["argv"]]
+    if PLE_OFF not in argv:
+        argv.append(PLE_OFF)
+    return {"label": f"{label} PLE control (file backend, offload off)", "argv": argv,
+            "env": base["env"], "expect": "refuse", "refuse_at": "ple"}
+
+
 def control(items: list[dict[str, Any]], label: str, ring: int, gamma: int) -> dict[str, Any]:
     """A hand-built launch our tool refuses to plan: a DSPARK plan, gamma and ring forced."""
     base = next((i for i in items if is_dspark(i["argv"])
@@ -151,6 +182,13 @@ def main_plan(opts: argparse.Namespace) -> int:
         if opts.ring_control is not None:
             found.append(control(found, Path(path).name, opts.ring_control,
                                  opts.control_gamma))
+        if opts.ple_control:
+            extra = ple_control(found, Path(path).name)
+            if extra is None:
+                print(f"  no file-backed PLE plan in {Path(path).name}: no PLE control")
+                tool_crashed = True
+            else:
+                found.append(extra)
         items += found
     if opts.argv_file:
         for entry in json.loads(Path(opts.argv_file).read_text()):
@@ -276,6 +314,22 @@ class Checker:
             args._input_frozen = False
         return args, None
 
+    def offload(self, args: Any) -> str | None:
+        """SGLang's flag-only PLE offload check (arg_groups/memory_hook.py)."""
+        from sglang.srt.arg_groups.arg_utils import record_fields
+        from sglang.srt.arg_groups.memory_hook import handle_offload_compatibility
+
+        args._raw_input = {f.name: getattr(args, f.name) for f in record_fields(type(args))}
+        args._resolved_overrides = []
+        args._input_frozen = True
+        try:
+            handle_offload_compatibility(args)
+        except Exception as e:
+            return f"{type(e).__name__}: {e}"
+        finally:
+            args._input_frozen = False
+        return None
+
     def pool(self, ring: int, tokens: int, ssm_dtype: str) -> str | None:
         """SGLang's MambaPool with a tiny KDA state, as the KV-cache configurator builds it."""
         key = (ring, tokens, ssm_dtype)
@@ -319,6 +373,12 @@ class Checker:
                 out["error"] = f"{type(e).__name__}: {e}"
                 return out
             out["stage"] = "parsed"
+            if sets_ple(argv):
+                out["stage"] = "ple"
+                out["error"] = self.offload(args)
+                if out["error"]:
+                    return out
+                out["stage"] = "ple checked"
             if not is_dspark(argv):
                 return out
             out["stage"] = "resolve"
@@ -348,6 +408,10 @@ class Checker:
 
 def verdict(item: dict[str, Any], res: dict[str, Any]) -> str | None:
     """None when the result is what the item expects, else why not."""
+    if item.get("refuse_at") == "ple":
+        if res["stage"] == "ple" and res.get("error"):
+            return None
+        return f"PLE control not refused by SGLang's check (stage {res['stage']})"
     if res.get("error"):
         return f"SGLang refused at {res['stage']}: {res['error']}"
     if res.get("overrides"):
@@ -394,6 +458,8 @@ def main_check(path: str) -> int:
             count["resolved"] += res["stage"] == "resolved"
             count["ring ok"] += res.get("ring_ok") is True
             count["pool ok"] += "ring" in res and res["pool_error"] is None
+            count["ple"] += sets_ple(item["argv"])
+            count["ple ok"] += res["stage"] not in ("parse", "from_cli_args", "ple")
             if "resolved" in res:
                 r = res["resolved"]
                 values[r["speculative_num_draft_tokens"],
@@ -403,12 +469,18 @@ def main_check(path: str) -> int:
         print(f"\n{label}: {n} launches; parsed (parser + from_cli_args) {count['parsed']}/{n};"
               f" DSPARK resolved {count['resolved']}/{count['dspark']}; ring condition ok "
               f"{count['ring ok']}/{count['resolved']}; MambaPool built "
-              f"{count['pool ok']}/{count['resolved']}")
+              f"{count['pool ok']}/{count['resolved']}"
+              + (f"; PLE offload check passed {count['ple ok']}/{count['ple']}"
+                 if count["ple"] else ""))
         for (_, text), k in sorted(values.items()):
             print(f"  {k:5d} x {text}")
         for item, res in rows:
             why = verdict(item, res)
-            if item["expect"] == "refuse":
+            if item.get("refuse_at") == "ple":
+                print(f"  PLE control: SGLang says {res.get('error')}\n  control argv: "
+                      f"{' '.join(item['argv'])}")
+                print(f"  control {'PASSED (refused as expected)' if why is None else 'FAILED'}")
+            elif item["expect"] == "refuse":
                 print(f"  control: parser {'accepted' if res['stage'] != 'parse' else 'refused'},"
                       f" resolved {res.get('resolved', {}).get('speculative_num_draft_tokens')}"
                       f" draft tokens, ring condition ok={res.get('ring_ok')}, MambaPool: "
@@ -431,6 +503,8 @@ def main() -> int:
     ap.add_argument("--ring-control", type=int, metavar="LEN",
                     help="add a hand-built control per space with this ring length")
     ap.add_argument("--control-gamma", type=int, default=8)
+    ap.add_argument("--ple-control", action="store_true",
+                    help="add a PLE offload control per space (one SGLang must refuse)")
     ap.add_argument("--sglang-python", default="/tmp/sgl-venv/bin/python")
     ap.add_argument("--check", metavar="FILE", help=argparse.SUPPRESS)
     opts = ap.parse_args()

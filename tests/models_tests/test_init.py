@@ -35,6 +35,8 @@ from tuner.space import parse_space
 FIXTURES = REPO / "tests" / "fixtures" / "model_configs"
 LING = FIXTURES / "ling-3.0-flash-fp4"
 DSPARK = FIXTURES / "ling-3.0-flash-dspark"
+QWEN38 = FIXTURES / "qwen3.8-flash-next-nvfp4"
+QWEN38_SPARK = REPO / "search_spaces" / "qwen3.8-flash-next-nvfp4-dgx-spark.yaml"
 GIB = 1024**3
 
 
@@ -85,6 +87,9 @@ CASES = [
     ("ling-3.0-flash-fp4", ["--machine", "h200"], {
         "moe_backend": ["flashinfer_mxfp4", "humming", "marlin"],
         "speculative": ["off", "NEXTN"], "tp": None}),
+    ("qwen3.8-flash-next-nvfp4", ["--machine", "dgx-spark"], {
+        "moe_backend": ["flashinfer_cutlass", "marlin"], "speculative": ["off", "NEXTN"],
+        "tp": None}),
 ]
 
 
@@ -197,7 +202,7 @@ def test_the_memory_plan_matches_published_sizes() -> None:
     ({"architectures": ["LlamaForCausalLM"]}, "architectures: 'LlamaForCausalLM' is not"),
     ({"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp",
       "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}},
-     "architectures: 'Qwen4ExpForConditionalGeneration' is not"),   # Qwen3.8-Flash-Next
+     "text_config: missing or not a mapping"),   # Qwen3.8-Flash-Next's layout, flat
     ({"architectures": None}, "architectures: missing"),
     ({"hidden_size": None}, "hidden_size: missing"),
     ({"num_experts": "many"}, "num_experts: expected an integer"),
@@ -293,3 +298,128 @@ def test_the_checkpoints_tensor_index_says_whether_it_has_mtp_layers(
                        gpus=2)
     space = parse_space(text)
     assert ("speculative" in space.spec.knobs) is bool(layers)
+
+
+def test_init_reproduces_the_shipped_qwen38_spark_space(tmp_path: Path) -> None:
+    """The committed Qwen3.8-Flash-Next space is what tuner init writes from the fixture
+    (reviewed: only the model path and comments differ): same knobs, fixed flags, limits
+    and baseline, the cookbook's 1x Spark cell at batch 1 with its file-backed n-gram
+    table, and every canonical configuration plans."""
+    proc, out = init(tmp_path, QWEN38, "--machine", "dgx-spark")
+    assert proc.returncode == 0, proc.stderr
+    mine, shipped = load_space(out).spec, load_space(QWEN38_SPARK).spec
+    assert list(mine.knobs) == list(shipped.knobs) == [
+        "moe_backend", "lm_head", "speculative", "spec_steps", "mem_fraction"]
+    fields = ("type", "choices", "low", "high", "step", "default", "when", "role", "lossless",
+              "flag", "env")
+    for name, k in shipped.knobs.items():
+        assert {f: getattr(mine.knobs[name], f) for f in fields} == {
+            f: getattr(k, f) for f in fields}, name
+    assert mine.baseline == shipped.baseline == {
+        "moe_backend": "flashinfer_cutlass", "lm_head": "bf16", "speculative": "NEXTN",
+        "mem_fraction": 0.70}
+    assert dict(mine.fixed_flags) == dict(shipped.fixed_flags)
+    flags = dict(shipped.fixed_flags)
+    assert (flags["--quantization"], flags["--ple-offload-embedding"],
+            flags["--ple-offload-backend"]) == ("modelopt_fp4", True, "file")
+    assert (flags["--max-running-requests"], flags["--max-mamba-cache-size"]) == (1, 5)
+    assert shipped.model.path == "RadixArk/Qwen3.8-Flash-Next-NVFP4"
+    nextn = shipped.knobs["speculative"].values["NEXTN"].flags
+    assert nextn["--speculative-eagle-topk"] == 1          # a chain: no tree knobs
+    assert "spec_topk" not in shipped.knobs and "spec_draft_tokens" not in shipped.knobs
+    assert every_plan(load_space(QWEN38_SPARK)) == 144
+    text = QWEN38_SPARK.read_text()
+    for said in ("flashinfer_cutedsl: ModelOptNvFp4FusedMoEMethod dispatches to it",
+                 "--moe-runner-backend flashinfer_trtllm: not served on this GPU",
+                 "instead of the cell's 0.85", "the tool does not delete it"):
+        assert said in text, said
+
+
+def test_the_qwen38_memory_plan_matches_its_published_sizes() -> None:
+    """The PLE table as SGLang builds it (320,001,536 rows of 160: 47.7 GiB in FP8) and the
+    rest of the checkpoint (the cookbook: 78 GiB of experts and dense weights, MTP layer
+    included) from the shape; the table is left out of the resident weights, so the
+    lowest memory fraction holds the weights but not the table."""
+    shape = read_model(QWEN38)
+    assert shape.ple_table_params == 320_001_536 * 160
+    spark = machine("dgx-spark")
+    plan = plan_memory(shape, spark.memory_gib)
+    assert plan.ple_gib == 47.7
+    assert abs(plan.weights_gib + plan.nextn_gib - 78.0) / 78.0 < 0.03
+    assert plan.low * spark.memory_gib > plan.weights_gib
+    assert plan.low * spark.memory_gib < plan.weights_gib + plan.ple_gib
+    assert shape.nextn_unquantized and shape.full_attention_layers == 12
+
+
+def _qwen38_edited(tmp: Path, edit: Any) -> Path:
+    import json
+
+    folder = tmp / "model"
+    folder.mkdir()
+    config = json.loads((QWEN38 / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _set(path: str, value: Any) -> Any:
+    def edit(config: dict[str, Any]) -> None:
+        *head, last = path.split(".")
+        node = config
+        for part in head:
+            node = node[part]
+        node[last] = value
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "located"), [
+    (_set("quantization_config.quant_algo", "MIXED_PRECISION"),
+     "quantization_config.quant_algo: 'MIXED_PRECISION' (the NVIDIA export) is not understood"),
+    (_set("text_config.layer_types", ["sliding_attention"] * 48),
+     "text_config.layer_types: ['sliding_attention'] are not understood"),
+    (_set("text_config.layer_types", ["linear_attention"] * 47),
+     "text_config.layer_types: expected a list of 48 layer kinds"),
+    (_set("text_config.hc_count", 1), "text_config.hc_count: expected an integer of at least 2"),
+    (_set("text_config.ple_embed_dim", 2500),
+     "text_config.ple_embed_dim: 2500 is not a multiple of the 16 n-gram heads"),
+    (_set("quantization_config.quant_method", "fp8"),
+     "quantization_config.quant_method: 'fp8' is not understood for Qwen4-Exp"),
+])
+def test_a_qwen38_layout_not_understood_is_refused_in_one_located_line(
+        tmp_path: Path, edit: Any, located: str) -> None:
+    folder = _qwen38_edited(tmp_path, edit)
+    proc, out = init(tmp_path, folder, "--machine", "dgx-spark")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert lines[0].startswith(f"error: {folder / 'config.json'}: {located}"), lines[0]
+    assert not out.exists()
+
+
+def test_qwen38_is_planned_only_where_a_recipe_proves_it(tmp_path: Path) -> None:
+    """On the H200 (SM90: no FP4 tensor cores, no cookbook cell) nothing is written."""
+    proc, out = init(tmp_path, QWEN38, "--machine", "h200")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert ("is planned on dgx-spark only, not h200" in proc.stderr
+            and str(QWEN38 / "config.json") in proc.stderr), proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_the_main_job_runs_on_the_shipped_qwen38_space(tmp_path: Path) -> None:
+    """The README's main job on the second target: a 20-trial sweep of the committed
+    Qwen3.8-Flash-Next space on the simulator (its calibrated twin), end to end: every
+    launch proves its knobs and fixed flags (the file-backed n-gram table included), the
+    finals re-launch, and a pick is made."""
+    import re
+
+    sweep = subprocess.run(tuner_argv(
+        "sweep", str(QWEN38_SPARK), "--engine", "sim", "--gsm8k", str(GSM8K_DIR),
+        "--storage", str(tmp_path / "s.db"), "--trials", "20", "--questions", "6",
+        "--time-scale", "300", "--seed", "3", "--workdir", str(tmp_path / "runs")),
+        capture_output=True, text=True, timeout=1500, cwd=tmp_path)
+    out = sweep.stdout
+    assert sweep.returncode == 0, out[-2000:] + sweep.stderr[-2000:]
+    assert re.search(r"(\d+) configurations: \1 feasible", out), out[-2000:]
+    assert "launch overhead: 20 launches" in out and "the pick #" in out
+    assert "0 failed" in out

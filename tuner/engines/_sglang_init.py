@@ -23,6 +23,7 @@ from tuner.engines._sglang_block_draft import BLOCK_DRAFTS
 from tuner.engines._sglang_flags import flags_for
 from tuner.engines._sglang_init_tables import AUTO_RESOLVES
 from tuner.engines._sglang_init_tables import BATCH1_FLAGS
+from tuner.engines._sglang_init_tables import CHAIN_ONLY
 from tuner.engines._sglang_init_tables import FP8_LM_HEAD_ARCHS
 from tuner.engines._sglang_init_tables import FP8_LM_HEAD_ENV
 from tuner.engines._sglang_init_tables import FP8_LM_HEAD_LOG
@@ -32,14 +33,18 @@ from tuner.engines._sglang_init_tables import MAMBA_SLOTS
 from tuner.engines._sglang_init_tables import MOE_BACKENDS
 from tuner.engines._sglang_init_tables import NEXTN_DRAFTS
 from tuner.engines._sglang_init_tables import NOT_SEARCHED
+from tuner.engines._sglang_init_tables import NOT_SEARCHED_BY_ARCH
 from tuner.engines._sglang_init_tables import OWN_ATTENTION
+from tuner.engines._sglang_init_tables import RECIPE_ONLY
 from tuner.engines._sglang_init_tables import RECIPES
 from tuner.engines._sglang_init_tables import SPARK_ATTENTION
 from tuner.engines._sglang_init_tables import SPARK_ENV
 from tuner.engines._sglang_init_tables import SPARK_FLAGS
 from tuner.engines._sglang_init_tables import TOPK_REFUSES
+from tuner.engines._sglang_init_tables import UNPROVEN_BACKENDS
 from tuner.engines._sglang_init_tables import Recipe
 from tuner.engines._sglang_kernels import apply_kernel_fixes
+from tuner.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class InitRequest:
     fraction_baseline: float
     fraction_reason: str
     fraction_cap_reason: str
+    #: the config.json read (a refusal names it)
+    source: str = ""
 
 
 @dataclass
@@ -95,6 +102,8 @@ def _moe_knob(req: InitRequest, caps: Capabilities, out: InitSpace) -> str | Non
     resolved = AUTO_RESOLVES.get((req.architecture, req.quantization), {}).get(req.major)
     backends = []
     refused = TOPK_REFUSES.get((req.architecture, req.quantization), {})
+    for name, why in UNPROVEN_BACKENDS.get((req.architecture, req.quantization), {}).items():
+        out.left_out.append(f"--moe-runner-backend {name}: {why}")
     for b in MOE_BACKENDS[req.quantization]:
         if b.name in refused:
             out.left_out.append(f"--moe-runner-backend {b.name}: {refused[b.name]}")
@@ -188,14 +197,19 @@ def _lm_head_knob(req: InitRequest, caps: Capabilities, out: InitSpace,
     out.baseline["lm_head"] = recipe.baseline["lm_head"] if recipe else "bf16"
 
 
-def _draft_tree_knobs(algos: list[str]) -> list[KnobBlock]:
+def _draft_tree_knobs(algos: list[str], chain: bool = False) -> list[KnobBlock]:
     when = {"speculative": algos[0] if len(algos) == 1 else algos}
+    steps = KnobBlock("spec_steps", {
+        "type": "int", "lossless": True, "help": "draft steps per speculative round",
+        "low": 1, "high": 5, "default": 3, "when": when, "flag": "--speculative-num-steps",
+        "evidence": _si("speculative_num_steps", "{value}")},
+        ["default 3: SGLang's automatic (steps, top-k, draft) = (3, 1, 4)"
+         + ("; top-k 1 is sent with NEXTN, the verify window follows as steps + 1"
+            if chain else "")])
+    if chain:
+        return [steps]
     return [
-        KnobBlock("spec_steps", {"type": "int", "lossless": True, "help": "draft steps per "
-                  "speculative round", "low": 1, "high": 5, "default": 3, "when": when,
-                  "flag": "--speculative-num-steps",
-                  "evidence": _si("speculative_num_steps", "{value}")},
-                  ["default 3: SGLang's automatic (steps, top-k, draft) = (3, 1, 4)"]),
+        steps,
         KnobBlock("spec_topk", {"type": "categorical", "lossless": True, "help": "EAGLE "
                   "top-k branching of the draft tree", "choices": [1, 2, 4], "default": 1,
                   "when": when, "flag": "--speculative-eagle-topk",
@@ -216,10 +230,15 @@ def _speculation(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
     tree: list[str] = []
     extra: list[KnobBlock] = []
     comment: list[str] = []
+    chain = req.architecture in CHAIN_ONLY
     if req.nextn_layers and req.architecture in NEXTN_DRAFTS:
         values["NEXTN"] = {"flags": {"--speculative-algorithm": "NEXTN",
                                      "--speculative-draft-model-path": "{model.path}"}}
         evidence["NEXTN"] = _si("speculative_algorithm", "EAGLE")
+        if chain:
+            values["NEXTN"]["flags"]["--speculative-eagle-topk"] = 1
+            evidence["NEXTN"]["server_info"]["speculative_eagle_topk"] = 1
+            out.left_out.append(CHAIN_ONLY[req.architecture])
         tree.append("NEXTN")
         comment.append(f"NEXTN: {req.nextn_layers} MTP layer(s) ({req.nextn_source}); "
                        f"SGLang loads it as {NEXTN_DRAFTS[req.architecture]} and reports "
@@ -244,7 +263,7 @@ def _speculation(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
         "type": "categorical", "lossless": True, "help": "speculative decoding: "
         + ", ".join(v for v in values if v != "off"), "choices": list(values),
         "values": values, "evidence_by_value": evidence}, comment))
-    out.knobs += (_draft_tree_knobs(tree) if tree else []) + extra
+    out.knobs += (_draft_tree_knobs(tree, chain and tree == ["NEXTN"]) if tree else []) + extra
     out.baseline["speculative"] = "off"
 
 
@@ -311,23 +330,34 @@ def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
                                  f"machine's {req.gpus} GPUs")
 
 
-def _memory_knob(req: InitRequest, out: InitSpace) -> None:
+def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> None:
     out.limits["--mem-fraction-static"] = {"max": req.fraction_high,
                                            "reason": req.fraction_cap_reason}
+    reason = req.fraction_reason
+    base = req.fraction_baseline
+    if recipe is not None and "mem_fraction" in recipe.baseline:
+        base = min(float(recipe.baseline["mem_fraction"]), req.fraction_high)
+        reason = reason.split("; baseline: ")[0] + f"; baseline {base:.2f}: the header says why"
     out.knobs.append(KnobBlock("mem_fraction", {
         "type": "float", "help": "--mem-fraction-static (weights + KV pool as a share of "
         "GPU memory)", "role": "capacity", "low": req.fraction_low,
         "high": req.fraction_high, "step": 0.01, "flag": "--mem-fraction-static",
         "evidence": _si("mem_fraction_static", "{value}")},
-        [f"bounds: {req.fraction_reason}; above {req.fraction_high:.2f}: this machine's "
+        [f"bounds: {reason}; above {req.fraction_high:.2f}: this machine's "
          "cap", "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
          "pool's size: held at the baseline while speed is searched"]))
-    out.baseline["mem_fraction"] = req.fraction_baseline
+    out.baseline["mem_fraction"] = base
 
 
 def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     """The SGLang side of a space for ``req`` on the engine ``caps`` describes."""
     recipe = RECIPES.get((req.architecture, req.quantization, req.machine))
+    if recipe is None and req.architecture in RECIPE_ONLY:
+        machines = sorted(m for a, q, m in RECIPES if a == req.architecture
+                          and q == req.quantization)
+        raise UserError(f"{req.source}: {req.architecture} ({req.quantization}) is planned "
+                        f"on {', '.join(machines) or 'no machine'} only, not {req.machine}: "
+                        f"{RECIPE_ONLY[req.architecture]}")
     out = InitSpace(fixed_flags={}, fixed_env={}, limits={}, knobs=[], baseline={},
                     header=[], left_out=[], fixed_reasons=[])
     _fixed(req, recipe, caps, out)
@@ -338,11 +368,17 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     _lm_head_knob(req, caps, out, recipe)
     _speculation(req, caps, out)
     apply_kernel_fixes(out, caps, req.major)
-    _memory_knob(req, out)
-    out.left_out += list(NOT_SEARCHED)
+    _memory_knob(req, out, recipe)
+    out.left_out += list(NOT_SEARCHED) + list(NOT_SEARCHED_BY_ARCH.get(req.architecture, ()))
     if recipe is not None:
+        names = {k.name for k in out.knobs}
+        out.baseline.update({k: v for k, v in recipe.baseline.items()
+                             if k in names and k != "mem_fraction"})
         out.header.append(f"Baseline: {recipe.source}, with documented deviations:")
         out.header += [f"  * {d}" for d in recipe.deviations]
+        if recipe.notes:
+            out.header.append("Notes:")
+            out.header += [f"  * {n}" for n in recipe.notes]
     else:
         out.header.append("Baseline: SGLang's own defaults for this model on this "
                           "machine (every knob at the value SGLang picks when unset).")

@@ -54,6 +54,22 @@ MOE_BACKENDS: dict[str, tuple[Backend, ...]] = {
         Backend("cutlass", frozenset({9, 10, 12}),
                 "layers/quantization/fp8.py: cutlass_fp8 MoE (block quant, SM90/100/120)"),
     ),
+    # ModelOptNvFp4FusedMoEMethod (layers/quantization/modelopt_quant.py) dispatches to
+    # marlin, flashinfer_trtllm(_routed), flashinfer_cutedsl, flashinfer_cutlass and
+    # flashinfer_megamoe (the last only under the megamoe all-to-all backend).
+    "modelopt_nvfp4": (
+        Backend("flashinfer_cutlass", frozenset({10, 12}),
+                "layers/quantization/modelopt_quant.py: ModelOptNvFp4FusedMoEMethod's "
+                "FlashInfer CUTLASS FP4 path; arg_groups/overrides.py resolves auto to it "
+                "for modelopt_fp4 on SM110/SM120 (the cookbook's Spark cells run it)"),
+        Backend("marlin", _ALL,
+                "layers/quantization/modelopt_quant.py: ModelOptNvFp4FusedMoEMethod takes "
+                "--moe-runner-backend marlin on any CUDA GPU (its Marlin FP4 path, "
+                "'moe_runner_backend=marlin on SM80+')"),
+        Backend("flashinfer_trtllm", frozenset({10}),
+                "layers/quantization/modelopt_quant.py: the TRT-LLM FP4 MoE; "
+                "arg_groups/overrides.py: 'trtllm-gen MoE kernels are SM100-only'"),
+    ),
     "bf16": (
         Backend("auto", _ALL, "layers/quantization/unquant.py: the Triton fused MoE"),
         Backend("triton_kernel", frozenset({9}),
@@ -71,6 +87,19 @@ AUTO_RESOLVES: dict[tuple[str, str], dict[int, str]] = {
     # model_overrides/gpt_oss.py: SM100/SM120 FlashInfer MXFP4, else triton_kernels
     ("GptOssForCausalLM", "mxfp4"): {9: "triton_kernel", 10: "flashinfer_mxfp4",
                                      12: "flashinfer_mxfp4"},
+    # with --quantization modelopt_fp4: model_overrides/qwen3_moe.py on SM100,
+    # arg_groups/overrides.py (_moe_runner_backend_quant_constraints) on SM110/SM120
+    ("Qwen4ExpForConditionalGeneration", "modelopt_nvfp4"): {10: "flashinfer_trtllm",
+                                                             12: "flashinfer_cutlass"},
+}
+
+#: Backends a layout dispatches to that are not offered, and why (written into the space).
+UNPROVEN_BACKENDS: dict[tuple[str, str], dict[str, str]] = {
+    ("Qwen4ExpForConditionalGeneration", "modelopt_nvfp4"): {
+        "flashinfer_cutedsl": "ModelOptNvFp4FusedMoEMethod dispatches to it, but no source "
+                              "here shows its CuTe DSL NVFP4 kernels on sm_12x (the "
+                              "cookbook's Spark cells pin flashinfer_cutlass); add it by "
+                              "hand to try it"},
 }
 
 #: Backends a model's own top-k cannot feed: (architecture, layout) -> {backend: why}.
@@ -93,6 +122,16 @@ NEXTN_DRAFTS = {
     "DeepseekV3ForCausalLM": "DeepseekV3ForCausalLMNextN",
     "Qwen3NextForCausalLM": "Qwen3NextForCausalLMMTP",
     "Qwen3MoeForCausalLM": "Qwen3MoeForCausalLMMTP",
+    "Qwen4ExpForConditionalGeneration": "Qwen4ExpForCausalLMMTP",
+}
+
+#: Architectures whose NEXTN draft is searched as a chain only (top-k 1, the verify window
+#: steps + 1), and why the tree knobs are left out.
+CHAIN_ONLY = {
+    "Qwen4ExpForConditionalGeneration": (
+        "spec_topk, spec_draft_tokens: top-k 1 (the verify window then steps + 1, as SGLang "
+        "forces it): every published cell runs NEXTN 3/1/4, and nothing here shows Qwen "
+        "Sparse Attention verifying a draft tree"),
 }
 
 #: The fork's FP8 LM head exists for this architecture only (its patch of
@@ -140,9 +179,56 @@ _LING_SPARK = Recipe(
         "recorded in our sources, and 262,144 tokens is the model's native context"),
 )
 
+_QWEN38_SPARK = Recipe(
+    source="SGLang's cookbook cell 'Qwen3.8-Flash-Next, NVFP4 (RDXA), low latency, 1x DGX "
+           "Spark' (sgl-project/sglang PR #37995, docs/src/snippets/configs/Qwen/"
+           "qwen3.8-flash-next.jsx), with its PLE Offload chip 'On (NVMe file)'",
+    fixed_flags={
+        "--quantization": "modelopt_fp4", "--fp4-gemm-backend": "flashinfer_cutlass",
+        "--page-size": 64, "--chunked-prefill-size": 4096, "--context-length": 262144,
+        "--max-running-requests": 1, "--max-mamba-cache-size": 5,
+        "--reasoning-parser": "qwen3", "--ple-offload-embedding": True,
+        "--ple-offload-backend": "file"},
+    fixed_env={},
+    baseline={"moe_backend": "flashinfer_cutlass", "lm_head": "bf16", "speculative": "NEXTN",
+              "mem_fraction": 0.70},
+    deviations=(
+        "--max-running-requests 1 and --max-mamba-cache-size 5 instead of the cell's 8 and "
+        "40: the batch-1 regime, with the cell's rule for the state pool (requests x 5 "
+        "slots under the default extra_buffer strategy; fewer slots silently cap the "
+        "requests)",
+        "--mem-fraction-static 0.70, this machine's cap, instead of the cell's 0.85 (0.75 was "
+        "reported to lock up a GB10 driver; the cell itself warns of 8-12 GiB headroom and "
+        "asks for a host memory watchdog, which the tool's unified-memory guard is); not "
+        "the machine's usual 0.68: with the BF16 MTP layer loaded (about 4.9 GiB) that "
+        "leaves under 2 GiB for the state pool and the graphs",
+        "the cell's MTP draft (NEXTN 3/1/4) is the baseline's speculative setting; the "
+        "cell's high-throughput twin (speculation off, --mamba-radix-cache-strategy "
+        "extra_buffer_lazy, 24 requests) is not, since its strategy and width serve load, "
+        "not batch 1"),
+    notes=(
+        "the n-gram table lives in a sparse 47.7 GiB file under $SGLANG_CACHE_DIR/ple/"
+        "<model> (--ple-offload-dir moves it): keep ~50 GB free on the NVMe; the cookbook "
+        "says to delete the previous file before each boot (a populated file rewrites at "
+        "~17 MB/s, ~55 min; a fresh one at GB/s, ~8 min): the tool does not delete it",
+        "--quantization modelopt_fp4 is what makes SGLang pick flashinfer_cutlass on the "
+        "GB10 (arg_groups/overrides.py); left to the checkpoint, the NVFP4 MoE method "
+        "resolves auto to flashinfer_trtllm, whose trtllm-gen kernels are SM100-only"),
+)
+
 #: (architecture, layout, machine id) -> the published recipe the space starts from
 RECIPES: dict[tuple[str, str, str], Recipe] = {
     ("BailingMoeV3ForCausalLM", "fp8_block_mxfp4_experts", "dgx-spark"): _LING_SPARK,
+    ("Qwen4ExpForConditionalGeneration", "modelopt_nvfp4", "dgx-spark"): _QWEN38_SPARK,
+}
+
+#: Architectures planned only where a recipe exists (machine ids), and why elsewhere not.
+RECIPE_ONLY = {
+    "Qwen4ExpForConditionalGeneration": (
+        "SGLang's cookbook verifies this NVFP4 checkpoint on one DGX Spark (and on B200, "
+        "B300, GB300 and RTX PRO 6000, machines tuner init does not know); it has no H200 "
+        "cell (SM90 has no FP4 tensor cores) and the Qwen Sparse Attention kernels are "
+        "validated on SM100/SM120 only (layers/attention/qwen_sparse_attn_backend.py)"),
 }
 
 #: The batch-1 regime every generated space measures (workload concurrency 1): one request
@@ -182,3 +268,19 @@ NOT_SEARCHED = (
     "NGRAM and STANDALONE speculation: no draft checkpoint (NGRAM drafts from the prompt: "
     "its gain is the workload's repetition, add it by hand for such traffic)",
 )
+
+#: What a Qwen4-Exp space also leaves out (the cookbook's other settings), and why.
+NOT_SEARCHED_BY_ARCH: dict[str, tuple[str, ...]] = {
+    "Qwen4ExpForConditionalGeneration": (
+        "--ple-offload-backend, --no-ple-offload-embedding: on one GB10 the 47.7 GiB table "
+        "fits only as a file on the NVMe (pinned host memory is the same 128 GB pool, and "
+        "resident it leaves no room: the cookbook's PLE Offload row)",
+        "--mamba-radix-cache-strategy, --mamba-ssm-dtype, --mamba-track-interval: they size "
+        "the state pool for many requests (the cookbook's high-throughput and RTX PRO 6000 "
+        "cells); bfloat16 state changes numerics and no cell here measures it on a GB10",
+        "--linear-attn-prefill/decode/verify-backend: SGLang resolves them on SM12x (Triton; "
+        "the cookbook's RTX PRO 6000 notes) and the Spark cells set none",
+        "--fp4-gemm-backend: the cell's flashinfer_cutlass is kept; the RadixArk export's "
+        "dense layers are BF16, so the FP4 GEMM backend has little to act on",
+    ),
+}

@@ -8,7 +8,10 @@ keys it needs and refuses a missing or mistyped one (``FILE: hidden_size: missin
 What is read: layers, hidden size, vocabulary, the routed and shared experts and their
 sizes, the attention kind (GQA or MLA) and any linear-attention family (KDA, GDN) with how
 many layers attend in full, the MTP/NEXTN layers the checkpoint carries and where that
-count came from, and the quantization (see :func:`_quantization`).
+count came from, and the quantization (see :func:`_quantization`). Qwen3.8-Flash-Next
+(``Qwen4ExpForConditionalGeneration``) adds its Qwen Sparse Attention indexer, its
+hyper-connection streams, its per-layer n-gram embedding (PLE) tables and its vision tower
+(:func:`_qwen4_exp`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ from tuner.errors import printable
 #: engine adapter): BF16 weights; FP8 with 128x128 block scales; FP8 block with MXFP4
 #: routed experts (``routed_experts_quant_method: mxfp4``, SGLang 0.5.23
 #: ``configs/model_config.py``); MXFP4 experts (``quant_method: mxfp4``, gpt-oss).
-Quantization = Literal["bf16", "fp8_block", "fp8_block_mxfp4_experts", "mxfp4"]
+#: ModelOpt NVFP4 routed experts with the rest in the model dtype (``quant_method:
+#: modelopt``, ``quant_algo: NVFP4``; Qwen3.8-Flash-Next's RadixArk export, which SGLang
+#: loads as ``--quantization modelopt_fp4``).
+Quantization = Literal["bf16", "fp8_block", "fp8_block_mxfp4_experts", "mxfp4",
+                       "modelopt_nvfp4"]
 
 
 class ModelShape(BaseModel):
@@ -70,6 +77,28 @@ class ModelShape(BaseModel):
     nextn_source: str
     quantization: Quantization
     tie_word_embeddings: bool = False
+    #: GDN key heads and width (0: unknown, the value heads' are used)
+    linear_key_heads: int = 0
+    linear_key_head_dim: int = 0
+    #: Qwen Sparse Attention on the full-attention layers: its indexer's query heads, key
+    #: heads and width (0: plain attention)
+    indexer_heads: int = 0
+    indexer_kv_heads: int = 0
+    indexer_head_dim: int = 0
+    #: the query projection carries a per-head output gate (Qwen3-Next, Qwen4-Exp)
+    gated_query: bool = False
+    #: hyper-connection residual streams and their low rank (0: a plain residual)
+    hyper_connections: int = 0
+    hyper_lowrank: int = 0
+    #: the n-gram embedding (PLE) tables: their parameters over every PLE layer, the
+    #: layers that hold one, and each layer's projections' parameters
+    ple_table_params: int = 0
+    ple_layers: int = 0
+    ple_projection_params: int = 0
+    #: parameters resident beside the decoder and never read per text token (a vision tower)
+    vision_params: int = 0
+    #: the MTP layer stays in the model dtype (the quantization config ignores it)
+    nextn_unquantized: bool = False
 
     @property
     def is_hybrid(self) -> bool:
@@ -167,7 +196,7 @@ def _nextn(reader: _Reader, folder: Path, key: str, default: tuple[int, str]
     return (1 if has else 0), f"{where} ({'mtp.* tensors' if has else 'no mtp.*'})"
 
 
-def _common(r: _Reader) -> dict[str, Any]:
+def _common(r: _Reader, quantization: Quantization | None = None) -> dict[str, Any]:
     return {
         "layers": r.integer("num_hidden_layers", low=1),
         "hidden_size": r.integer("hidden_size", low=1),
@@ -175,7 +204,7 @@ def _common(r: _Reader) -> dict[str, Any]:
         "context_length": r.integer("max_position_embeddings", low=1),
         "tie_word_embeddings": bool(r.data.get("tie_word_embeddings", False)),
         "heads": r.integer("num_attention_heads", low=1),
-        "quantization": _quantization(r),
+        "quantization": quantization or _quantization(r),
     }
 
 
@@ -277,6 +306,14 @@ def _gpt_oss(r: _Reader, folder: Path) -> dict[str, Any]:
     return out
 
 
+
+def _qwen4_exp(r: _Reader, folder: Path) -> dict[str, Any]:
+    """Qwen3.8-Flash-Next: :mod:`tuner.models._qwen4_exp` (its own module: the layout is
+    the largest the tool reads)."""
+    from tuner.models._qwen4_exp import read_qwen4_exp
+
+    return read_qwen4_exp(r, folder)
+
 Read = Callable[[_Reader, Path], dict[str, Any]]
 #: architectures[0] -> (family, reader). Only MoE architectures SGLang 0.5.23 serves and
 #: whose launch knobs the engine adapter can prove.
@@ -286,6 +323,7 @@ ARCHITECTURES: dict[str, tuple[str, Read]] = {
     "Qwen3MoeForCausalLM": ("qwen3_moe", lambda r, f: _qwen_moe(r, f, hybrid=False)),
     "Qwen3NextForCausalLM": ("qwen3_next", lambda r, f: _qwen_moe(r, f, hybrid=True)),
     "GptOssForCausalLM": ("gpt_oss", _gpt_oss),
+    "Qwen4ExpForConditionalGeneration": ("qwen4_exp", _qwen4_exp),
 }
 
 

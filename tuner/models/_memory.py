@@ -6,8 +6,13 @@ the bytes per parameter of the checkpoint's layout: BF16 2; FP8 block 128x128 1 
 scale per 16,384 values; MXFP4 0.53125 (4-bit values and one E8M0 scale per 32). What each
 layout leaves in BF16 (embedding, LM head, routers, norms, gpt-oss's attention) is priced
 so. The MTP/NEXTN layers are not part of the target's weights: SGLang loads them only as
-the NEXTN draft (:attr:`MemoryPlan.nextn_gib`). An estimate, stated as one in the space:
-the fraction bounds it sets are coarse (multiples of 0.05) for that reason.
+the NEXTN draft (:attr:`MemoryPlan.nextn_gib`). ModelOpt NVFP4 experts take 0.5625 (4-bit
+values and one FP8 scale per 16), the rest in BF16. Qwen3.8-Flash-Next adds its Qwen Sparse
+Attention indexer, its hyper-connection mixers, its PLE projections and its vision tower
+(resident, BF16); its n-gram (PLE) tables are not counted in the weights: SGLang keeps them
+outside the GPU's pool when ``--ple-offload-embedding`` is set (a file on the NVMe, or pinned
+host memory), and :attr:`MemoryPlan.ple_gib` states their size. An estimate, stated as one
+in the space: the fraction bounds it sets are coarse (multiples of 0.05) for that reason.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ GIB = 1024**3
 BF16 = 2.0
 FP8_BLOCK = 1.0 + 4.0 / (128 * 128)
 MXFP4 = 0.53125
+NVFP4 = 0.5625
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,7 @@ class MemoryPlan:
     routed_gib: float         # of which routed experts
     low: float                # the lowest --mem-fraction-static worth trying
     note: str                 # how the bounds were set
+    ple_gib: float = 0.0      # the n-gram (PLE) tables in FP8, outside the weights
 
 
 def _attention_params(m: ModelShape) -> float:
@@ -42,15 +49,31 @@ def _attention_params(m: ModelShape) -> float:
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv += m.kv_lora_rank * m.heads * (m.qk_nope_head_dim + m.v_head_dim)
         return q + kv + m.heads * m.v_head_dim * h
-    return h * m.head_dim * (2 * m.heads + 2 * m.kv_heads)
+    gate = h * m.head_dim * m.heads if m.gated_query else 0
+    indexer = (m.indexer_heads + m.indexer_kv_heads) * m.indexer_head_dim * h
+    return h * m.head_dim * (2 * m.heads + 2 * m.kv_heads) + gate + indexer
 
 
 def _linear_params(m: ModelShape) -> float:
     """One linear-attention layer's projections: q, k, v, gates and output, each the
     width of its heads (KDA: q, k, v, the forget gate and the output gate; GDN: q, k, v,
-    z and output)."""
+    z and output). GDN with its key heads known: q and k at the key heads' width, v and z
+    at the value heads', the a and b gates, the output and the short convolution."""
     width = m.linear_heads * m.linear_head_dim
+    if m.linear_attention == "gdn" and m.linear_key_heads:
+        conv = 2 * m.linear_key_heads * m.linear_key_head_dim + width
+        return m.hidden_size * (conv + 2 * width + 2 * m.linear_heads) + 4 * conv
     return 5 * m.hidden_size * width
+
+
+def _hyper_params(m: ModelShape) -> float:
+    """One layer's hyper-connection mixers (before attention and before the MLP): each a
+    norm over the streams, a down and an up projection through the low rank and the
+    per-stream injection weights (SGLang 0.5.23 ``models/qwen4_exp.py``)."""
+    if not m.hyper_connections:
+        return 0.0
+    wide = m.hyper_connections * m.hidden_size
+    return 2 * (wide + 2 * wide * m.hyper_lowrank + m.hyper_connections * wide)
 
 
 def _expert_params(m: ModelShape) -> tuple[float, float, float]:
@@ -69,6 +92,8 @@ def _prices(m: ModelShape) -> tuple[float, float, float]:
         return MXFP4, FP8_BLOCK, BF16
     if m.quantization == "fp8_block":
         return FP8_BLOCK, FP8_BLOCK, BF16
+    if m.quantization == "modelopt_nvfp4":
+        return NVFP4, BF16, BF16
     return BF16, BF16, BF16
 
 
@@ -88,15 +113,27 @@ def plan_memory(m: ModelShape, memory_gib: float, gpus: int = 1) -> MemoryPlan:
     dense = m.dense_layers * 3 * m.hidden_size * m.dense_intermediate_size
     routed, shared, router = _expert_params(m)
     edges = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    hyper = m.layers * _hyper_params(m) + (_hyper_params(m) / 2 if m.hyper_connections
+                                           else 0.0)         # and the final mixer
+    plain = hyper + m.ple_projection_params + m.vision_params       # BF16, kept so
     total = (moe_layers * routed * routed_b + (attention + dense + moe_layers * shared)
-             * linear_b + (moe_layers * router + edges) * BF16)
-    nextn = (_attention_params(m) * linear_b + routed * routed_b + shared * linear_b
-             + router * BF16 + 2 * m.hidden_size**2 * BF16) if m.nextn_layers else 0.0
+             * linear_b + (moe_layers * router + edges + plain) * BF16)
+    mtp_b = BF16 if m.nextn_unquantized else routed_b
+    nextn = (_attention_params(m) * linear_b + routed * mtp_b + shared * linear_b
+             + (router + 2 * m.hidden_size**2 + _hyper_params(m) * 1.5) * BF16
+             ) if m.nextn_layers else 0.0
     weights = total / GIB
     share = weights / gpus / memory_gib
     low = math.ceil(share * 20 - 1e-9) / 20
     note = (f"weights about {_gib(weights):g} GiB ({share:.0%} of {memory_gib:g} GiB per GPU, "
             f"{gpus} GPU{'s' if gpus > 1 else ''}): below {low:.2f} they cannot load")
+    ple = m.ple_table_params / GIB
+    if ple:
+        note += (f"; the n-gram (PLE) tables ({m.ple_table_params / 1e9:.1f} B parameters: "
+                 f"{_gib(ple):g} GiB in FP8, {_gib(2 * ple):g} GiB in BF16) are not counted, "
+                 "SGLang keeps them outside the GPU's pool under --ple-offload-embedding")
+    if nextn:
+        note += f"; NEXTN adds its MTP layer, about {_gib(nextn / GIB):g} GiB"
     return MemoryPlan(weights_gib=_gib(weights), nextn_gib=_gib(nextn / GIB),
                       routed_gib=_gib(moe_layers * routed * routed_b / GIB), low=low,
-                      note=note)
+                      note=note, ple_gib=_gib(ple) if ple else 0.0)

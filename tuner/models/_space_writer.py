@@ -111,7 +111,7 @@ def _request(shape: ModelShape, m: Machine, drafts: list[Draft], gpus: int,
         major=m.compute_capability[0], unified_memory=m.unified_memory, gpus=gpus,
         fraction_low=low, fraction_high=m.fraction_cap, fraction_baseline=base,
         fraction_reason=f"{plan.note}; baseline: {why}",
-        fraction_cap_reason=m.cap_reason)
+        fraction_cap_reason=m.cap_reason, source=shape.source)
 
 
 def _head(shape: ModelShape, m: Machine, part: InitSpace, plan: MemoryPlan,
