@@ -16,7 +16,12 @@
 # pick on the H200, expected to fail for want of FA3), init-sweep (a sweep of each generated
 # space as written, for each model in SWEEP_MODELS (default INIT_MODELS): TRIALS_<model>,
 # default 5, HOURS 0.1, synthetic workload, no final accuracy sample; tuner report and
-# report --json).
+# report --json), init-queue (the items of INIT_QUEUE in order, each only when its estimated
+# time still fits before DEADLINE (epoch seconds; none: no limit): `sweep:MODEL:N` sweeps the
+# generated space of MODEL as init-sweep does, to N launches in all (a second item of the same
+# model resumes its study), `trial:MODEL:NAME:KNOB=V,KNOB=V` runs `tuner trial` of that space
+# with those --set values; estimates LAUNCH_S seconds a launch, LAUNCH_S_<model> for one model;
+# the version line is printed once per $WORK).
 # sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
@@ -48,9 +53,10 @@ mkdir -p "$TVM_FFI_CACHE_DIR"
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 tuner() { python3 -c 'import sys; sys.argv[0] = "tuner"; from tuner.cli.main import main; main()' "$@"; }
-python3 -c 'import sys, torch, sglang, transformers; print(sys.version.split()[0], "torch",
+[ -f $WORK/.versions ] || python3 -c 'import sys, torch, sglang, transformers; print(sys.version.split()[0], "torch",
 torch.__version__, torch.cuda.get_device_name(0), "sglang", sglang.__version__,
-"transformers", transformers.__version__)' 2>&1 | tee -a "$LOG"
+"transformers", transformers.__version__)' > $WORK/.versions 2>&1
+tee -a "$LOG" < $WORK/.versions
 
 # the tiny models the parts need (TINY: which; default all)
 for m in ${TINY:-qwen3moe dsv3 qwen3}; do
@@ -89,6 +95,21 @@ for path in sys.argv[1:]:
 PY
 }
 T="--engine sglang --startup-timeout 400 --workdir $WORK/runs"
+launched() {  # TrialResults a model's init sweep has written so far
+  grep -l '"tuner_version"' $WORK/init-artifacts-$1/* 2>/dev/null | wc -l
+}
+init_sweep() {  # MODEL TRIALS: sweep tuner init's space of MODEL as written, then its reports
+  local m=$1 n=$2 S=$WORK/init/$1-h200.yaml N=$1-h200 DB="sqlite:///$WORK/init-$1.db"
+  say "sweep $N: $n trials, synthetic workload"
+  tuner sweep $S $T --trials $n --hours ${HOURS:-0.1} --ray-address none --seed 1 \
+    --workload synthetic --questions ${QUESTIONS:-6} --final-questions 0 --storage "$DB" \
+    --artifacts $WORK/init-artifacts-$m 2>&1 | tee -a "$LOG"
+  echo ${PIPESTATUS[0]} > $WORK/init/sweep-$m.rc; say "sweep $N exit $(cat $WORK/init/sweep-$m.rc)"
+  say "report $N"; COLUMNS=160 tuner report $N --storage "$DB" 2>&1 | tee -a "$LOG"
+  tuner report $N --storage "$DB" --json > $WORK/init/report-$m.json 2>&1
+  summary $(grep -l '"tuner_version"' $WORK/init-artifacts-$m/* 2>/dev/null)
+  tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null
+}
 for PART in "$@"; do
   say "part: $PART"
   case $PART in
@@ -246,16 +267,27 @@ PY
   ;;
 init-sweep)
   for m in ${SWEEP_MODELS:-${INIT_MODELS:-qwen3moe dsv3 qwen3next}}; do
-    S=$WORK/init/$m-h200.yaml; N=$m-h200; DB="sqlite:///$WORK/init-$m.db"
-    TR=TRIALS_$m
-    say "sweep $N: ${!TR:-5} trials, synthetic workload"
-    tuner sweep $S $T --trials ${!TR:-5} --hours ${HOURS:-0.1} --ray-address none --seed 1 \
-      --workload synthetic --questions ${QUESTIONS:-6} --final-questions 0 --storage "$DB" \
-      --artifacts $WORK/init-artifacts-$m 2>&1 | tee -a "$LOG"
-    echo ${PIPESTATUS[0]} > $WORK/init/sweep-$m.rc; say "sweep $N exit $(cat $WORK/init/sweep-$m.rc)"
-    say "report $N"; COLUMNS=160 tuner report $N --storage "$DB" 2>&1 | tee -a "$LOG"
-    tuner report $N --storage "$DB" --json > $WORK/init/report-$m.json 2>&1
-    summary $(grep -l '"tuner_version"' $WORK/init-artifacts-$m/* 2>/dev/null)
+    TR=TRIALS_$m; init_sweep $m ${!TR:-5}
+  done
+  ;;
+init-queue)
+  for item in ${INIT_QUEUE:-}; do
+    IFS=: read -r kind m name sets <<< "$item"
+    L=LAUNCH_S_$m; each=${!L:-${LAUNCH_S:-70}}
+    case $kind in
+      sweep) est=$(( (name - $(launched $m)) * each + 20 )) ;;
+      trial) est=$(( each + 10 )) ;;
+      *) say "queue: unknown item $item"; continue ;;
+    esac
+    left=$(( ${DEADLINE:-9999999999} - $(date +%s) ))
+    if [ $est -gt $left ]; then say "queue: $item skipped (needs ~${est}s, ${left}s left)"; continue; fi
+    say "queue: $item (~${est}s of ${left}s left)"
+    if [ $kind = sweep ]; then init_sweep $m $name; continue; fi
+    SETS=(); IFS=, read -ra KV <<< "$sets"; for kv in "${KV[@]}"; do SETS+=(--set "$kv"); done
+    tuner trial $WORK/init/$m-h200.yaml $T --no-check-engine --workload synthetic \
+      --questions ${QUESTIONS:-6} "${SETS[@]}" --out $WORK/init/trial-$m-$name.json \
+      >> "$LOG" 2>&1
+    summary $WORK/init/trial-$m-$name.json
     tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null
   done
   ;;
