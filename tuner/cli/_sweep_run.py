@@ -171,8 +171,8 @@ def run_sweep(ctx: typer.Context) -> None:
     check_workdir(o.workdir / slug(name))
     opts = TrialOptions(workdir=o.workdir / slug(name), workload=wl, gsm8k=o.gsm8k,
                         startup_timeout_s=startup, capabilities=caps, api_key=o.api_key)
-    opts = replace(opts, vocab_size=workload_vocab(space, opts))  # a user error now, not
-    #                                                         # in every trial
+    # the vocabulary bound found now: a missing one is a user error before any trial
+    opts = replace(opts, vocab_size=workload_vocab(space, opts))
     location = locate(o.storage, name, o.artifacts)   # after every input is checked
     deadline = o.trial_timeout or (6 * 3600.0 / choice.time_scale + 120.0)
     settings = SweepSettings(study_name=name, location=location, trials=trials,

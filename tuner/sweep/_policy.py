@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from tuner.space import SearchSpace
@@ -41,6 +42,8 @@ ENUMERABLE = 2000
 #: the sampler's repeats in a row after which an enumerable space's next unmeasured
 #: configuration is proposed instead
 REPEATS_BEFORE_FILL = 5
+#: a configuration is measured once a launch of it finished (measured or failed)
+FINISHED = ("COMPLETE", "FAIL")
 
 
 def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple[Any, Any]]
@@ -92,8 +95,6 @@ class SearchPolicy:
                                        share=settings.finals_share, questions=questions,
                                        final_questions=self.final_questions)
         self.space = space
-        #: every configuration, hash -> values (None: not enumerated; False: not yet read)
-        self._every: dict[str, dict[str, Any]] | bool | None = False
         #: the sampler's proposals in a row that repeated a measured configuration
         self.repeats = 0
         #: launches counted when every configuration was found measured (None: not yet)
@@ -111,7 +112,8 @@ class SearchPolicy:
         may start now (the confirmations wait for the baseline's final-sample launch)."""
         elapsed = time.monotonic() - started
         finalist = None
-        if baseline is not None and self.exhausted_at is None and self._all_measured(sweep):
+        if baseline is not None and self.exhausted_at is None and self._every and not (
+                self._lacking(sweep.trials(), FINISHED)):
             self.exhausted_at = launched
             self.finals.force(MIN_FINAL_LAUNCHES if self.final_questions is not None
                               else MIN_FINAL_LAUNCHES - 1)
@@ -133,7 +135,7 @@ class SearchPolicy:
                                      also=lambda: self._regime_centers(sweep))
         from_plan = planned is not None
         if planned is None and self.repeats >= REPEATS_BEFORE_FILL and baseline is not None:
-            left = self._unmeasured(sweep)      # the sampler circles what it measured:
+            left = self._lacking(sweep.trials())   # the sampler circles what it measured:
             if left:                            # an enumerable space's unmeasured one
                 planned = (left[0], "not yet measured (the sampler repeats itself)")
         prop = sweep.propose(self.canonical, planned=planned)
@@ -143,21 +145,17 @@ class SearchPolicy:
             self.plan.not_taken()
         return prop
 
-    def _all_measured(self, sweep: SweepStudy) -> bool:
-        """Every configuration of an enumerable space has a finished launch (measured or
-        failed): nothing new is left to propose."""
-        return bool(self._every_config()) and not self._unmeasured(sweep)
+    @cached_property
+    def _every(self) -> dict[str, dict[str, Any]] | None:
+        """Every configuration of the space, hash -> values (None: not enumerable)."""
+        return every_config(self.space, self.canonical)
 
-    def _every_config(self) -> dict[str, dict[str, Any]] | None:
-        if self._every is False:
-            self._every = every_config(self.space, self.canonical)
-        return self._every if isinstance(self._every, dict) else None
-
-    def _unmeasured(self, sweep: SweepStudy) -> list[dict[str, Any]]:
-        """An enumerable space's configurations no launch has started yet."""
-        every = self._every_config() or {}
-        seen = {s.config_hash for s in sweep.trials()}
-        return [v for h, v in every.items() if h not in seen]
+    def _lacking(self, rows: list[TrialSummary], states: tuple[str, ...] | None = None
+                 ) -> list[dict[str, Any]]:
+        """An enumerable space's configurations without a trial in one of ``states``
+        (None: without any trial, running and queued ones included)."""
+        have = {s.config_hash for s in rows if states is None or s.state in states}
+        return [v for h, v in (self._every or {}).items() if h not in have]
 
     def finished(self, launched: int) -> bool:
         """The space was exhausted and its finals' launches are spent: the sweep ends
