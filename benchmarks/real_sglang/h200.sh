@@ -21,7 +21,8 @@
 # generated space of MODEL as init-sweep does, to N launches in all (a second item of the same
 # model resumes its study), `trial:MODEL:NAME:KNOB=V,KNOB=V` runs `tuner trial` of that space
 # with those --set values; estimates LAUNCH_S seconds a launch, LAUNCH_S_<model> for one model;
-# the version line is printed once per $WORK).
+# the version line is printed once per $WORK), init-oom-probe (the generated baseline of
+# OOM_MODEL launched by hand at OOM_FRACTION, above init's bound: where the memory went).
 # sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
@@ -290,6 +291,19 @@ init-queue)
     summary $WORK/init/trial-$m-$name.json
     tar czf "$OUTD/work.tgz" -C "$WORK" . 2>/dev/null
   done
+  ;;
+init-oom-probe)
+  # the generated baseline of OOM_MODEL (default qwen3next) launched by hand at OOM_FRACTION
+  # (default 0.91, above the bound init now writes): where the memory outside the fraction
+  # went (SGLang's pool and "avail mem" lines, the allocation that failed)
+  m=${OOM_MODEL:-qwen3next}
+  tuner plan $WORK/init/$m-h200.yaml --port 30160 --json > $WORK/init/plan-$m-oom.json
+  mapfile -t ARGV < <(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["argv"]; i = a.index("--mem-fraction-static"); a[i + 1] = sys.argv[2]; print("\n".join(a))' $WORK/init/plan-$m-oom.json ${OOM_FRACTION:-0.91})
+  say "oom probe $m: ${ARGV[*]}"
+  timeout ${OOM_S:-150} "${ARGV[@]}" > $WORK/init/oom-$m.log 2>&1
+  say "oom probe exit $?"
+  grep -E "KV Cache is allocated|#tokens|avail mem|Memory pool|Tried to allocate|OutOfMemory|mamba" \
+    $WORK/init/oom-$m.log | cut -c1-400 | tail -20 | tee -a "$LOG"
   ;;
 init-diagnose)
   # only when a generated baseline failed: the same launch with one of the kit's

@@ -198,6 +198,42 @@ def test_the_memory_plan_matches_published_sizes() -> None:
     assert ling.low * spark.memory_gib > ling.weights_gib       # the lowest bound holds them
 
 
+def test_the_pools_bookkeeping_caps_the_fraction_only_where_kv_is_tiny(tmp_path: Path) -> None:
+    """The KV pool's per-token index arrays live outside the fraction: for a real
+    checkpoint (KBs of KV a token) they never bind the H200's 0.92 cap; for the kit's
+    tiny Qwen3-Next (one attending layer: 512 bytes a token) they hold the bound at 0.87,
+    below the 0.91 at which it died on the H200 (docs/real-sglang-h200.md)."""
+    from tuner.models._memory import BOOKKEEPING_BYTES_PER_TOKEN
+    from tuner.models._memory import OUTSIDE_GIB
+    from tuner.models._memory import bookkeeping_cap
+    from tuner.models._memory import kv_bytes_per_token
+
+    h200 = machine("h200")
+    for name in ("qwen3-next-80b-a3b-instruct", "qwen3-30b-a3b", "deepseek-v3",
+                 "gpt-oss-120b"):
+        plan = plan_memory(read_model(FIXTURES / name), h200.memory_gib)
+        assert plan.kv_bytes_per_token > 4096 and plan.high > h200.fraction_cap, name
+    next80 = read_model(FIXTURES / "qwen3-next-80b-a3b-instruct")
+    # 12 of 48 layers attend in full, 2 KV heads of 256: K and V in BF16
+    assert kv_bytes_per_token(next80) == 12 * 2 * 2 * 256 * 2
+    tiny = REPO / "tests" / "fixtures" / "real_sglang_h200" / "init"
+    for model, kv, high in (("qwen3next", 512, 0.87), ("qwen3moe", 1024, 0.92)):
+        folder = tmp_path / model
+        folder.mkdir()
+        (folder / "config.json").write_text((tiny / f"{model}-config.json").read_text())
+        plan = plan_memory(read_model(folder), h200.memory_gib)
+        assert plan.kv_bytes_per_token == kv and plan.high == high, model
+        f = plan.high       # at the bound the arrays and the rest fit what is left
+        pool_tokens = (f * h200.memory_gib - plan.weights_gib) * GIB / kv
+        left = (1 - f) * h200.memory_gib - OUTSIDE_GIB
+        assert pool_tokens * BOOKKEEPING_BYTES_PER_TOKEN / GIB <= left
+        f += 0.01           # and one step above they do not
+        pool_tokens = (f * h200.memory_gib - plan.weights_gib) * GIB / kv
+        assert pool_tokens * BOOKKEEPING_BYTES_PER_TOKEN / GIB > (
+            (1 - f) * h200.memory_gib - OUTSIDE_GIB)
+    assert bookkeeping_cap(0.0, h200.memory_gib, 1.0) == 1.0     # no KV: no bound
+
+
 @pytest.mark.parametrize(("edit", "located"), [
     ({"architectures": ["LlamaForCausalLM"]}, "architectures: 'LlamaForCausalLM' is not"),
     ({"architectures": ["Qwen4ExpForConditionalGeneration"], "model_type": "qwen4_exp",

@@ -67,6 +67,7 @@ class InitRequest:
     fraction_baseline: float
     fraction_reason: str
     fraction_cap_reason: str
+    fraction_cap_by: str = "this machine's cap"   # what the upper bound is, in a comment
     #: the config.json read (a refusal names it)
     source: str = ""
 
@@ -343,8 +344,8 @@ def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> Non
         "GPU memory)", "role": "capacity", "low": req.fraction_low,
         "high": req.fraction_high, "step": 0.01, "flag": "--mem-fraction-static",
         "evidence": _si("mem_fraction_static", "{value}")},
-        [f"bounds: {reason}; above {req.fraction_high:.2f}: this machine's "
-         "cap", "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
+        [f"bounds: {reason}; above {req.fraction_high:.2f}: {req.fraction_cap_by}",
+         "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
          "pool's size: held at the baseline while speed is searched"]))
     out.baseline["mem_fraction"] = base
 

@@ -13,6 +13,14 @@ Attention indexer, its hyper-connection mixers, its PLE projections and its visi
 outside the GPU's pool when ``--ple-offload-embedding`` is set (a file on the NVMe, or pinned
 host memory), and :attr:`MemoryPlan.ple_gib` states their size. An estimate, stated as one
 in the space: the fraction bounds it sets are coarse (multiples of 0.05) for that reason.
+
+The pool's bookkeeping: SGLang sizes the KV pool as the fraction's budget less the weights,
+in tokens of the model's KV bytes per token (full-attention layers only: a linear-attention
+layer holds a fixed state, not per-token KV), and keeps index arrays per pool token outside
+the budget. For a real checkpoint that is megabytes; for a model whose KV per token is a few
+hundred bytes (the H200 kit's tiny models) the pool holds hundreds of millions of tokens and
+the arrays take GiB: :func:`bookkeeping_cap` is the largest fraction that leaves them room
+(docs/real-sglang-h200.md, "The rerun": the tiny Qwen3-Next died at 0.91 on the H200).
 """
 
 from __future__ import annotations
@@ -38,6 +46,39 @@ class MemoryPlan:
     low: float                # the lowest --mem-fraction-static worth trying
     note: str                 # how the bounds were set
     ple_gib: float = 0.0      # the n-gram (PLE) tables in FP8, outside the weights
+    kv_bytes_per_token: float = 0.0   # the KV pool's bytes per token and GPU (BF16 KV)
+    high: float = 1.0         # the largest fraction the pool's bookkeeping leaves room for
+    high_note: str = ""       # why, when it is below 1
+
+
+#: Bytes SGLang keeps outside the fraction's budget per KV-pool token (its allocator's and
+#: the pool's index arrays). ASSUMED 64, from the H200 OOM of the tiny Qwen3-Next at 0.91
+#: (about 265 M pool tokens; 8.7 GiB held outside the pool and 5.9 GiB more asked for:
+#: at least 53 bytes a token) and the tiny Qwen3-MoE that ran at 0.92 (about 134 M tokens
+#: in 11 GiB of headroom); docs/real-sglang-h200.md.
+BOOKKEEPING_BYTES_PER_TOKEN = 64.0
+#: GiB outside the budget besides the bookkeeping (CUDA context, graphs, workspace). ASSUMED.
+OUTSIDE_GIB = 2.0
+
+
+def kv_bytes_per_token(m: ModelShape) -> float:
+    """The KV pool's bytes per token in BF16: MLA keeps the compressed latent and the rope
+    key per layer, GQA a key and a value per KV head; only full-attention layers count."""
+    per_layer = ((m.kv_lora_rank + m.qk_rope_head_dim) if m.attention == "mla"
+                 else 2 * m.kv_heads * m.head_dim)
+    return float(m.full_attention_layers * per_layer * BF16)
+
+
+def bookkeeping_cap(kv: float, memory_gib: float, weights_gib: float) -> float:
+    """The largest ``--mem-fraction-static`` (two decimals) whose pool's per-token
+    bookkeeping and :data:`OUTSIDE_GIB` still fit in the memory the fraction leaves:
+    ``(1 - f) M >= OUTSIDE + b (f M - W) / kv`` (``kv``: KV bytes a token); 1.0 when it
+    never binds."""
+    if kv <= 0 or memory_gib <= OUTSIDE_GIB:
+        return 1.0
+    ratio = BOOKKEEPING_BYTES_PER_TOKEN / kv
+    f = (memory_gib - OUTSIDE_GIB + ratio * weights_gib) / (memory_gib * (1 + ratio))
+    return max(0.0, math.floor(min(f, 1.0) * 100 + 1e-9) / 100)
 
 
 def _attention_params(m: ModelShape) -> float:
@@ -134,6 +175,14 @@ def plan_memory(m: ModelShape, memory_gib: float, gpus: int = 1) -> MemoryPlan:
                  "SGLang keeps them outside the GPU's pool under --ple-offload-embedding")
     if nextn:
         note += f"; NEXTN adds its MTP layer, about {_gib(nextn / GIB):g} GiB"
+    kv = kv_bytes_per_token(m)
+    if m.attention == "gqa":        # tensor parallel splits the KV heads (MLA: replicated)
+        kv /= min(gpus, max(m.kv_heads, 1))
+    high = bookkeeping_cap(kv, memory_gib, weights / gpus)
+    high_note = (f"the KV pool's index arrays ({BOOKKEEPING_BYTES_PER_TOKEN:g} bytes a token, "
+                 f"outside the fraction; {kv:g} bytes of KV a token) leave no room above "
+                 f"{high:.2f}" if high < 1.0 else "")
     return MemoryPlan(weights_gib=_gib(weights), nextn_gib=_gib(nextn / GIB),
                       routed_gib=_gib(moe_layers * routed * routed_b / GIB), low=low,
-                      note=note, ple_gib=_gib(ple) if ple else 0.0)
+                      note=note, ple_gib=_gib(ple) if ple else 0.0,
+                      kv_bytes_per_token=kv, high=high, high_note=high_note)

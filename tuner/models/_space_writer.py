@@ -40,20 +40,23 @@ def _comment(lines: list[str], indent: int = 0) -> list[str]:
 
 
 def _fraction_bounds(m: Machine, plan: MemoryPlan, gpus: int, source: str
-                     ) -> tuple[float, float, str]:
-    """(low, baseline, why) of --mem-fraction-static; refused when nothing fits."""
-    high = m.fraction_cap
+                     ) -> tuple[float, float, float, str]:
+    """(low, high, baseline, why) of --mem-fraction-static; refused when nothing fits."""
+    high = min(m.fraction_cap, plan.high)
     if plan.low > high:
         raise UserError(f"{source}: the weights (about {plan.weights_gib:g} GiB) do not fit "
                         f"{gpus} x {m.memory_gib:g} GiB on {m.id} under its memory "
-                        f"fraction cap {high:.2f}" + (f"; try --gpus (up to {m.max_gpus})"
-                                                      if gpus < m.max_gpus else ""))
+                        f"fraction cap {high:.2f}"
+                        + (f" ({plan.high_note})" if high < m.fraction_cap else "")
+                        + (f"; try --gpus (up to {m.max_gpus})" if gpus < m.max_gpus else ""))
     if m.fraction_default is not None:
         base, why = m.fraction_default, m.default_reason
     else:
         base, why = sglang_auto_fraction(m, gpus), m.default_reason
+    if base > high and high < m.fraction_cap:
+        why += f"; held at {high:.2f} by the KV pool's bookkeeping (the upper bound)"
     base = round(min(max(base, plan.low), high), 2)
-    return plan.low, base, why
+    return plan.low, high, base, why
 
 
 def model_id(shape: ModelShape) -> str:
@@ -102,16 +105,18 @@ GATE = {"accept_length_floor": 1.2, "max_accuracy_drop_pp": 1.0, "mcnemar_alpha"
 
 def _request(shape: ModelShape, m: Machine, drafts: list[Draft], gpus: int,
              plan: MemoryPlan) -> InitRequest:
-    low, base, why = _fraction_bounds(m, plan, gpus, shape.source)
+    low, high, base, why = _fraction_bounds(m, plan, gpus, shape.source)
     return InitRequest(
         architecture=shape.architecture, quantization=shape.quantization,
         linear_attention=shape.linear_attention, nextn_layers=shape.nextn_layers,
         nextn_source=shape.nextn_source,
         drafts={d.algorithm: d.block_size for d in drafts}, machine=m.id,
         major=m.compute_capability[0], unified_memory=m.unified_memory, gpus=gpus,
-        fraction_low=low, fraction_high=m.fraction_cap, fraction_baseline=base,
+        fraction_low=low, fraction_high=high, fraction_baseline=base,
         fraction_reason=f"{plan.note}; baseline: {why}",
-        fraction_cap_reason=m.cap_reason, source=shape.source)
+        fraction_cap_reason=(plan.high_note if high < m.fraction_cap else m.cap_reason),
+        fraction_cap_by=(plan.high_note if high < m.fraction_cap else "this machine's cap"),
+        source=shape.source)
 
 
 def _head(shape: ModelShape, m: Machine, part: InitSpace, plan: MemoryPlan,
