@@ -279,11 +279,20 @@ class PerfModel:
             depth = max(0, min(s.steps, s.draft_tokens - 1))
             width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
             w = width ** self.model.acceptance.topk_width_exponent
+        # A block draft proposes past its trained block size blindly: those positions are
+        # never accepted, so a gamma above it only adds verify cost (docs/simulator.md).
+        trained = self.trained_block() if s.dspark else depth
         out = []
         for i in range(depth):
-            p = min(max(first * decay ** i, 0.0), 1.0)
+            p = min(max(first * decay ** i, 0.0), 1.0) if i < trained else 0.0
             out.append(1.0 - (1.0 - p) ** w)
         return out
+
+    def trained_block(self) -> int:
+        """The block size the DSPARK draft was trained on (its checkpoint's); no draft in
+        the profile: the launch's gamma."""
+        d = self.model.dspark
+        return d.block_size if d is not None else self.s.gamma
 
     def accept_length_given(self, first: float, kind: str, content: str = "math") -> float:
         """Expected tokens per round for a request whose first-depth rate is ``first``."""

@@ -112,22 +112,66 @@ def test_acceptance_depends_on_content_code_and_math_far_above_prose() -> None:
     m = _dspark()
     code, math_, chat = (m.expected_accept_length("greedy", c) for c in ("code", "math",
                                                                          "chat"))
-    assert code > math_ > chat + 1.5
-    assert m.expected_accept_length("sampled", "math") < math_      # sampling accepts less
+    assert code > math_ > chat + 0.5
+    # DSPARK at T=0.6 accepts what the card's figures say (sampled = greedy, ASSUMED:
+    # the Spark rows at T=0.6 fit them at face value; docs/simulator.md)
+    assert m.expected_accept_length("sampled", "math") <= math_
 
 
-def test_dspark_leads_nextn_on_code_and_not_on_prose() -> None:
-    def best(c: str, algo: str) -> float:
-        if algo == "DSPARK":
-            return min(_dspark(gamma=g, draft_tokens=g + 1).expected_tpot_ms(
-                Workload("sampled", 1600, c)) for g in range(2, 13))
-        return min(PerfModel(SPARK, LING, Settings(
-            moe_backend="humming", lm_head="fp8", speculative=True, steps=s,
-            draft_tokens=s + 1)).expected_tpot_ms(Workload("sampled", 1600, c))
-            for s in range(1, 6))
+def test_a_block_above_the_drafts_trained_size_gains_nothing() -> None:
+    trained = LING.dspark.block_size if LING.dspark else 0
+    at = _dspark(gamma=trained, draft_tokens=trained + 1)
+    above = _dspark(gamma=trained + 3, draft_tokens=trained + 4)
+    for c in ("code", "chat", "math", "random"):
+        assert above.expected_accept_length("greedy", c) == pytest.approx(
+            at.expected_accept_length("greedy", c))
+        w = Workload("greedy", 600, c)
+        assert above.expected_tpot_ms(w) > at.expected_tpot_ms(w)      # only verify cost
 
-    assert best("code", "DSPARK") < 0.92 * best("code", "NEXTN")
-    assert best("chat", "DSPARK") > best("chat", "NEXTN")
+
+def _best(content: str, algo: str, backend: str = "humming", head: str = "fp8") -> float:
+    w = Workload("sampled", 600, content)
+    if algo == "DSPARK":
+        return min(_dspark(moe_backend=backend, lm_head=head, gamma=g, draft_tokens=g + 1)
+                   .expected_tpot_ms(w) for g in range(2, 13))
+    return PerfModel(SPARK, LING, Settings(
+        moe_backend=backend, lm_head=head, speculative=True, steps=3,
+        draft_tokens=4)).expected_tpot_ms(w)
+
+
+def test_dspark_leads_nextn_on_code_by_a_quarter_and_ties_it_on_prose() -> None:
+    # the Spark rows: code NEXTN 18.11 ms vs DSPARK 14.62 (13.20 after a reboot);
+    # prose NEXTN 22.23 vs DSPARK 23.07
+    assert _best("code", "NEXTN") > 1.2 * _best("code", "DSPARK")
+    assert abs(_best("chat", "NEXTN") / _best("chat", "DSPARK") - 1) <= 0.05
+
+
+@pytest.mark.parametrize(("backend", "head"), [("humming", "fp8"),
+                                               ("flashinfer_mxfp4", "bf16")])
+def test_the_best_block_on_code_is_near_the_drafts_trained_block(backend: str, head: str
+                                                                 ) -> None:
+    w = Workload("sampled", 600, "code")
+    tpot = {g: _dspark(moe_backend=backend, lm_head=head, gamma=g, draft_tokens=g + 1)
+            .expected_tpot_ms(w) for g in range(2, 13)}
+    trained = LING.dspark.block_size if LING.dspark else 0
+    assert abs(min(tpot, key=tpot.__getitem__) - trained) <= 2
+
+
+def test_the_verify_reads_the_union_of_its_tokens_experts_not_k_single_steps() -> None:
+    m = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    one, nine = m.forward_ms(1, 600, 0.0), m.forward_ms(9, 600, 0.0)
+    assert m.distinct_experts(9, 0.0) < 9 * 8 * 0.95           # far fewer than 72
+    assert one < nine < 9 * one / 2
+
+
+def test_each_random_prompt_draws_its_own_acceptance_a_lottery_of_2x_or_more() -> None:
+    from tuner_sim.calibrate import prompt_tpot_ms
+
+    m = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    for kind in ("greedy", "sampled"):
+        w = Workload(kind, 8704, "random")
+        fast, slow = prompt_tpot_ms(m, w, 0.95), prompt_tpot_ms(m, w, 0.05)
+        assert slow > 2 * fast
 
 
 def test_the_simulator_reads_the_class_from_the_prompt() -> None:
