@@ -231,3 +231,28 @@ def test_the_parser_takes_every_dspark_flag_of_0_5_23() -> None:
         "--linear-attn-verify-backend", "nv_cutedsl", "--fp8-gemm-backend", "cutlass"])
     assert isinstance(ns, argparse.Namespace)
     assert ns.fp8_gemm_runner_backend == "cutlass"               # SGLang's dest
+
+
+@pytest.mark.slow
+def test_same_length_random_prompts_draw_their_own_acceptance_on_a_real_server(
+        tmp_path: Path) -> None:
+    """The prompt lottery through the server's HTTP API: each random-token prompt of one
+    length accepts its own share of the block (spread 2x or more across 20 prompts), and
+    the same prompt draws the same share again."""
+    import random
+
+    rng = random.Random(7)
+    prompts = [[rng.randrange(100, 150_000) for _ in range(512)] for _ in range(20)]
+
+    def accept(c: httpx.Client, ids: list[int]) -> float:
+        r = c.post("/generate", json={"input_ids": ids, "sampling_params": {
+            "max_new_tokens": 256, "temperature": 0, "ignore_eos": True}})
+        r.raise_for_status()
+        return float(r.json()["meta_info"]["spec_accept_length"])
+
+    with (running_sim(tmp_path, DSPARK, scale=1000.0) as server,
+          httpx.Client(base_url=server.base_url, timeout=60) as c):
+        lengths = [accept(c, ids) for ids in prompts]
+        again = accept(c, prompts[0])
+    assert max(lengths) > 2 * min(lengths)
+    assert again == pytest.approx(lengths[0])
