@@ -246,8 +246,10 @@ class PerfModel:
         layers = m.moe_layers + (nextn if self.s.speculative and not self.s.dspark else 0)
         experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
         flops = 2.0 * m.params_active_b * 1e9 * new_tokens
+        draft_ms = 0.0
         if self.s.dspark and m.dspark is not None:      # the draft prefills its own layers
-            flops += 2.0 * m.dspark.params_b * 1e9 * new_tokens
+            rate = self.machine.draft_prefill_tflops or self.machine.prefill_tflops
+            draft_ms = 2.0 * m.dspark.params_b * 1e9 * new_tokens / (rate * 1e12) * 1e3
         pairs = new_tokens * (cached_tokens + new_tokens / 2)
         attn = m.prefill_attn_flops_per_pair * pairs
         if m.prefill_window_flops_per_pair:
@@ -257,7 +259,7 @@ class PerfModel:
         stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
             chunks * m.dense_active_gb * 1e9, self._dense_eff())
         return self.machine.prefill_overhead_ms + max(compute_ms, stream_ms) + 0.1 * min(
-            compute_ms, stream_ms) + self.lm_head_ms() + (
+            compute_ms, stream_ms) + draft_ms + self.lm_head_ms() + (
             new_tokens * m.prefill_us_per_token / 1e3)
 
     # -- acceptance -------------------------------------------------------------------------------

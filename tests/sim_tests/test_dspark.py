@@ -256,3 +256,14 @@ def test_same_length_random_prompts_draw_their_own_acceptance_on_a_real_server(
         again = accept(c, prompts[0])
     assert max(lengths) > 2 * min(lengths)
     assert again == pytest.approx(lengths[0])
+
+
+def test_the_dense_draft_prefills_at_its_own_rate_not_the_moe_targets() -> None:
+    off = PerfModel(SPARK, LING, Settings(lm_head="bf16"))
+    on = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    extra = on.prefill_ms(8192) - off.prefill_ms(8192)
+    draft = LING.dspark
+    assert draft is not None and SPARK.draft_prefill_tflops is not None
+    flops = 2 * draft.params_b * 1e9 * 8192
+    assert extra == pytest.approx(flops / (SPARK.draft_prefill_tflops * 1e12) * 1e3)
+    assert extra < flops / (SPARK.prefill_tflops * 1e12) * 1e3
