@@ -11,6 +11,9 @@ Workload shapes used for the predictions (documented in docs/simulator.md):
   decode context 8,192 + 512. Throughput is the cookbook's: input and output tokens over
   the request's time. Concurrency 16 is replayed through the scheduler model
   (:mod:`tuner_sim.load`: 16 clients, 160 requests, the cookbook's launch flags).
+* third-party Spark rows by content (:func:`spark_rows`, docs/simulator.md "Real Spark
+  rows"): ~50-token chat prompts, 1,024 out, T=0.6, mean decode context prompt + 512; the
+  prompt lottery on 8K random prompts read as quantiles of the per-prompt acceptance;
 * Qwen3.8-Flash-Next's cookbook cells (:func:`qwen38_rows`, docs/simulator.md): the same
   ``bench_serving`` random dataset at 1,024 tokens in and 256 out, T=0, each cell replayed
   through the scheduler model with the cell's own launch flags and its benchmark command's

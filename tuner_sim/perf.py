@@ -3,8 +3,10 @@
 A decode forward of M tokens at context C reads
 
 * the routed experts the M tokens touch: ``moe_layers x D(M) x expert_bytes`` at the MoE
-  backend's efficiency, where ``D(M) = E (1 - (1 - k/E)^M_eff)`` is the expected number of
-  distinct experts among M tokens routed k of E each, and
+  backend's streaming efficiency, plus the backend's fixed floor per layer (one cost model
+  for a plain step, a NEXTN verify and a DSPARK verify: only M differs), where
+  ``D(M) = E (1 - (1 - k/E)^M_eff)`` is the expected number of distinct experts among M
+  tokens routed k of E each, and
   ``M_eff = 1 + (M - 1)(1 - overlap)`` shrinks when consecutive tokens reuse experts;
 * the dense weights (attention, KDA, shared expert) once, FP8;
 * the KV cache of the MLA layers for the context;
@@ -16,7 +18,8 @@ forward of M = draft tokens, plus a per-round overhead. A DSPARK round is one fo
 the dense block draft (its layers, the shared LM head over gamma positions, its own KV)
 and one verify forward of M = gamma + 1, plus a per-round overhead. Acceptance is a
 per-position process whose rates depend on the draft, the content class and the decoding
-mode (docs/simulator.md). All figures are machine time; the server divides by its time
+mode (docs/simulator.md); a block draft's positions past its trained block size are never
+accepted. All figures are machine time; the server divides by its time
 scale before sleeping.
 """
 
