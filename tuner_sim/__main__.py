@@ -35,11 +35,12 @@ def main(argv: list[str] | None = None) -> int:
         return host_main(args.path)
     from tuner_sim.calibrate import qwen38_rows
     from tuner_sim.calibrate import rows
+    from tuner_sim.calibrate import spark_rows
 
     try:
         if args.model is not None:
             return _predict(args.model, args.machine, args.json)
-        table = rows(args.machine) + qwen38_rows(args.machine)
+        table = rows(args.machine) + spark_rows(args.machine) + qwen38_rows(args.machine)
     except (LookupError, ValueError) as exc:    # an unknown --machine or --model: one line
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2

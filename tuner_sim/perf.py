@@ -3,8 +3,10 @@
 A decode forward of M tokens at context C reads
 
 * the routed experts the M tokens touch: ``moe_layers x D(M) x expert_bytes`` at the MoE
-  backend's efficiency, where ``D(M) = E (1 - (1 - k/E)^M_eff)`` is the expected number of
-  distinct experts among M tokens routed k of E each, and
+  backend's streaming efficiency, plus the backend's fixed floor per layer (one cost model
+  for a plain step, a NEXTN verify and a DSPARK verify: only M differs), where
+  ``D(M) = E (1 - (1 - k/E)^M_eff)`` is the expected number of distinct experts among M
+  tokens routed k of E each, and
   ``M_eff = 1 + (M - 1)(1 - overlap)`` shrinks when consecutive tokens reuse experts;
 * the dense weights (attention, KDA, shared expert) once, FP8;
 * the KV cache of the MLA layers for the context;
@@ -16,7 +18,8 @@ forward of M = draft tokens, plus a per-round overhead. A DSPARK round is one fo
 the dense block draft (its layers, the shared LM head over gamma positions, its own KV)
 and one verify forward of M = gamma + 1, plus a per-round overhead. Acceptance is a
 per-position process whose rates depend on the draft, the content class and the decoding
-mode (docs/simulator.md). All figures are machine time; the server divides by its time
+mode (docs/simulator.md); a block draft's positions past its trained block size are never
+accepted. All figures are machine time; the server divides by its time
 scale before sleeping.
 """
 
@@ -246,8 +249,10 @@ class PerfModel:
         layers = m.moe_layers + (nextn if self.s.speculative and not self.s.dspark else 0)
         experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
         flops = 2.0 * m.params_active_b * 1e9 * new_tokens
+        draft_ms = 0.0
         if self.s.dspark and m.dspark is not None:      # the draft prefills its own layers
-            flops += 2.0 * m.dspark.params_b * 1e9 * new_tokens
+            rate = self.machine.draft_prefill_tflops or self.machine.prefill_tflops
+            draft_ms = 2.0 * m.dspark.params_b * 1e9 * new_tokens / (rate * 1e12) * 1e3
         pairs = new_tokens * (cached_tokens + new_tokens / 2)
         attn = m.prefill_attn_flops_per_pair * pairs
         if m.prefill_window_flops_per_pair:
@@ -257,7 +262,7 @@ class PerfModel:
         stream_ms = self._ms(experts, eff.prefill_moe) + self._ms(
             chunks * m.dense_active_gb * 1e9, self._dense_eff())
         return self.machine.prefill_overhead_ms + max(compute_ms, stream_ms) + 0.1 * min(
-            compute_ms, stream_ms) + self.lm_head_ms() + (
+            compute_ms, stream_ms) + draft_ms + self.lm_head_ms() + (
             new_tokens * m.prefill_us_per_token / 1e3)
 
     # -- acceptance -------------------------------------------------------------------------------
@@ -279,11 +284,20 @@ class PerfModel:
             depth = max(0, min(s.steps, s.draft_tokens - 1))
             width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
             w = width ** self.model.acceptance.topk_width_exponent
+        # A block draft proposes past its trained block size blindly: those positions are
+        # never accepted, so a gamma above it only adds verify cost (docs/simulator.md).
+        trained = self.trained_block() if s.dspark else depth
         out = []
         for i in range(depth):
-            p = min(max(first * decay ** i, 0.0), 1.0)
+            p = min(max(first * decay ** i, 0.0), 1.0) if i < trained else 0.0
             out.append(1.0 - (1.0 - p) ** w)
         return out
+
+    def trained_block(self) -> int:
+        """The block size the DSPARK draft was trained on (its checkpoint's); no draft in
+        the profile: the launch's gamma."""
+        d = self.model.dspark
+        return d.block_size if d is not None else self.s.gamma
 
     def accept_length_given(self, first: float, kind: str, content: str = "math") -> float:
         """Expected tokens per round for a request whose first-depth rate is ``first``."""

@@ -79,6 +79,9 @@ class Machine(_M):
     memory_gib: float
     bandwidth_gbs: float
     prefill_tflops: float
+    #: a dense draft's prefill (DSPARK's BF16 stack): its GEMMs' throughput; None: the MoE
+    #: target's ``prefill_tflops`` (FIT on the Spark: the cookbook's DSPARK TTFT)
+    draft_prefill_tflops: float | None = None
     runtime_reserved_gib: float
     safe_mem_fraction_max: float
     efficiency: Efficiency

@@ -112,22 +112,66 @@ def test_acceptance_depends_on_content_code_and_math_far_above_prose() -> None:
     m = _dspark()
     code, math_, chat = (m.expected_accept_length("greedy", c) for c in ("code", "math",
                                                                          "chat"))
-    assert code > math_ > chat + 1.5
-    assert m.expected_accept_length("sampled", "math") < math_      # sampling accepts less
+    assert code > math_ > chat + 0.5
+    # DSPARK at T=0.6 accepts what the card's figures say (sampled = greedy, ASSUMED:
+    # the Spark rows at T=0.6 fit them at face value; docs/simulator.md)
+    assert m.expected_accept_length("sampled", "math") <= math_
 
 
-def test_dspark_leads_nextn_on_code_and_not_on_prose() -> None:
-    def best(c: str, algo: str) -> float:
-        if algo == "DSPARK":
-            return min(_dspark(gamma=g, draft_tokens=g + 1).expected_tpot_ms(
-                Workload("sampled", 1600, c)) for g in range(2, 13))
-        return min(PerfModel(SPARK, LING, Settings(
-            moe_backend="humming", lm_head="fp8", speculative=True, steps=s,
-            draft_tokens=s + 1)).expected_tpot_ms(Workload("sampled", 1600, c))
-            for s in range(1, 6))
+def test_a_block_above_the_drafts_trained_size_gains_nothing() -> None:
+    trained = LING.dspark.block_size if LING.dspark else 0
+    at = _dspark(gamma=trained, draft_tokens=trained + 1)
+    above = _dspark(gamma=trained + 3, draft_tokens=trained + 4)
+    for c in ("code", "chat", "math", "random"):
+        assert above.expected_accept_length("greedy", c) == pytest.approx(
+            at.expected_accept_length("greedy", c))
+        w = Workload("greedy", 600, c)
+        assert above.expected_tpot_ms(w) > at.expected_tpot_ms(w)      # only verify cost
 
-    assert best("code", "DSPARK") < 0.92 * best("code", "NEXTN")
-    assert best("chat", "DSPARK") > best("chat", "NEXTN")
+
+def _best(content: str, algo: str, backend: str = "humming", head: str = "fp8") -> float:
+    w = Workload("sampled", 600, content)
+    if algo == "DSPARK":
+        return min(_dspark(moe_backend=backend, lm_head=head, gamma=g, draft_tokens=g + 1)
+                   .expected_tpot_ms(w) for g in range(2, 13))
+    return PerfModel(SPARK, LING, Settings(
+        moe_backend=backend, lm_head=head, speculative=True, steps=3,
+        draft_tokens=4)).expected_tpot_ms(w)
+
+
+def test_dspark_leads_nextn_on_code_by_a_quarter_and_ties_it_on_prose() -> None:
+    # the Spark rows: code NEXTN 18.11 ms vs DSPARK 14.62 (13.20 after a reboot);
+    # prose NEXTN 22.23 vs DSPARK 23.07
+    assert _best("code", "NEXTN") > 1.2 * _best("code", "DSPARK")
+    assert abs(_best("chat", "NEXTN") / _best("chat", "DSPARK") - 1) <= 0.05
+
+
+@pytest.mark.parametrize(("backend", "head"), [("humming", "fp8"),
+                                               ("flashinfer_mxfp4", "bf16")])
+def test_the_best_block_on_code_is_near_the_drafts_trained_block(backend: str, head: str
+                                                                 ) -> None:
+    w = Workload("sampled", 600, "code")
+    tpot = {g: _dspark(moe_backend=backend, lm_head=head, gamma=g, draft_tokens=g + 1)
+            .expected_tpot_ms(w) for g in range(2, 13)}
+    trained = LING.dspark.block_size if LING.dspark else 0
+    assert abs(min(tpot, key=tpot.__getitem__) - trained) <= 2
+
+
+def test_the_verify_reads_the_union_of_its_tokens_experts_not_k_single_steps() -> None:
+    m = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    one, nine = m.forward_ms(1, 600, 0.0), m.forward_ms(9, 600, 0.0)
+    assert m.distinct_experts(9, 0.0) < 9 * 8 * 0.95           # far fewer than 72
+    assert one < nine < 9 * one / 2
+
+
+def test_each_random_prompt_draws_its_own_acceptance_a_lottery_of_2x_or_more() -> None:
+    from tuner_sim.calibrate import prompt_tpot_ms
+
+    m = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    for kind in ("greedy", "sampled"):
+        w = Workload(kind, 8704, "random")
+        fast, slow = prompt_tpot_ms(m, w, 0.95), prompt_tpot_ms(m, w, 0.05)
+        assert slow > 2 * fast
 
 
 def test_the_simulator_reads_the_class_from_the_prompt() -> None:
@@ -187,3 +231,39 @@ def test_the_parser_takes_every_dspark_flag_of_0_5_23() -> None:
         "--linear-attn-verify-backend", "nv_cutedsl", "--fp8-gemm-backend", "cutlass"])
     assert isinstance(ns, argparse.Namespace)
     assert ns.fp8_gemm_runner_backend == "cutlass"               # SGLang's dest
+
+
+@pytest.mark.slow
+def test_same_length_random_prompts_draw_their_own_acceptance_on_a_real_server(
+        tmp_path: Path) -> None:
+    """The prompt lottery through the server's HTTP API: each random-token prompt of one
+    length accepts its own share of the block (spread 2x or more across 20 prompts), and
+    the same prompt draws the same share again."""
+    import random
+
+    rng = random.Random(7)
+    prompts = [[rng.randrange(100, 150_000) for _ in range(512)] for _ in range(20)]
+
+    def accept(c: httpx.Client, ids: list[int]) -> float:
+        r = c.post("/generate", json={"input_ids": ids, "sampling_params": {
+            "max_new_tokens": 256, "temperature": 0, "ignore_eos": True}})
+        r.raise_for_status()
+        return float(r.json()["meta_info"]["spec_accept_length"])
+
+    with (running_sim(tmp_path, DSPARK, scale=1000.0) as server,
+          httpx.Client(base_url=server.base_url, timeout=60) as c):
+        lengths = [accept(c, ids) for ids in prompts]
+        again = accept(c, prompts[0])
+    assert max(lengths) > 2 * min(lengths)
+    assert again == pytest.approx(lengths[0])
+
+
+def test_the_dense_draft_prefills_at_its_own_rate_not_the_moe_targets() -> None:
+    off = PerfModel(SPARK, LING, Settings(lm_head="bf16"))
+    on = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
+    extra = on.prefill_ms(8192) - off.prefill_ms(8192)
+    draft = LING.dspark
+    assert draft is not None and SPARK.draft_prefill_tflops is not None
+    flops = 2 * draft.params_b * 1e9 * 8192
+    assert extra == pytest.approx(flops / (SPARK.draft_prefill_tflops * 1e12) * 1e3)
+    assert extra < flops / (SPARK.prefill_tflops * 1e12) * 1e3

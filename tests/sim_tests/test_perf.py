@@ -6,6 +6,7 @@ import pytest
 
 from tuner_sim.calibrate import ALL_THREE
 from tuner_sim.calibrate import rows
+from tuner_sim.calibrate import spark_rows
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
 from tuner_sim.perf import Workload
@@ -27,6 +28,28 @@ def test_every_checked_published_figure_within_5_percent() -> None:
     assert len([r for r in table if r.check == "within5"]) >= 18
     bad = [(r.metric, round(r.error_pct, 1)) for r in table if r.ok is False]
     assert bad == []
+
+
+def test_every_spark_row_by_content_within_8_percent_and_the_shape_it_implies() -> None:
+    table = spark_rows()
+    tpots = [r for r in table if r.check == "within8" and "TPOT" in r.metric]
+    assert len(tpots) == 10                   # 4 profiles x code, prose + 2 reruns
+    bad = [(r.metric, round(r.error_pct, 1)) for r in table if r.ok is False]
+    assert bad == []
+    assert spark_rows("h200") == []
+
+
+def test_the_flashinfer_floor_keeps_the_batch_1_step_and_cheapens_a_wide_verify() -> None:
+    floor = SPARK.moe_layer_overhead_us["flashinfer_mxfp4"]
+    flat = SPARK.model_copy(update={"moe_layer_overhead_us": {}, "efficiency": (
+        SPARK.efficiency.model_copy(update={"moe": {**SPARK.efficiency.moe,
+                                                    "flashinfer_mxfp4": 0.534}}))})
+    assert floor > 0
+    with_floor = PerfModel(SPARK, LING, Settings())
+    without = PerfModel(flat, LING, Settings())
+    assert with_floor.forward_ms(1, 1600, 0.0) == pytest.approx(
+        without.forward_ms(1, 1600, 0.0), rel=0.01)
+    assert with_floor.forward_ms(9, 1600, 0.0) < 0.9 * without.forward_ms(9, 1600, 0.0)
 
 
 def test_distinct_experts_one_token_reads_8_four_up_to_32() -> None:
