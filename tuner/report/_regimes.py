@@ -164,8 +164,8 @@ def print_regimes(out: Any, data: StudyData) -> None:
     for line in near_bound_notes(data):
         out.print(f"[yellow]note[/]: {line}", highlight=False)
     for g in data.regimes:                 # nothing measured meets its SLA: the nearest
-        if (line := g.infeasibility()) is not None:
-            out.print(f"[yellow]note[/]: {line}", highlight=False)
+        if (said := g.infeasibility()) is not None:
+            out.print(f"[yellow]note[/]: {said}", highlight=False)
 
 
 def near_bound_notes(data: StudyData) -> list[str]:
