@@ -3,10 +3,11 @@ by exhaustive enumeration, as ``search_efficiency.py`` does for batch 1.
 
     .venv/bin/python benchmarks/regime_search.py --seeds 6 --budget 30 --sla-ms 60
 
-The space is the Spark space serving up to 16 requests at once (``--max-running-requests
-16``) with one regime: 16 users, ``--requests`` GSM8K-shaped requests (5-shot prompt of
-1,600 tokens whose few-shot prefix is cached, lognormal outputs as the simulator's GSM8K
-model, capped at 2,048), and a p95 TPOT SLA (``--sla-ms``). Truth per canonical
+The space is the shipped Spark space, whose capacity knobs (the memory fraction and
+``max_running``, 1 to 16 requests at once, the decode graphs derived from it) a regime of
+16 users searches, with that one regime: 16 users, ``--requests`` GSM8K-shaped requests
+(5-shot prompt of 1,600 tokens whose few-shot prefix is cached, lognormal outputs as the
+simulator's GSM8K model, capped at 2,048), and a p95 TPOT SLA (``--sla-ms``). Truth per canonical
 configuration: the batch-1 truth of ``search_efficiency.World`` (TPOT, whether it starts,
 accept length, accuracy) and the regime's goodput (SLA-meeting requests per second) from
 the simulator's own scheduler replayed without noise (``tuner_sim.load.closed_loop``: its
@@ -64,8 +65,7 @@ PROMPT, CACHED, CAP = 1600, 1500, 2048
 
 
 def load_space(sla_ms: float, requests: int) -> SearchSpace:
-    text = SPARK.read_text().replace("--max-running-requests: 1\n",
-                                     "--max-running-requests: 16\n")
+    text = SPARK.read_text()
     text = text.replace("workload:\n", "workload:\n  regimes:\n    - {name: sixteen, "
                         f"concurrency: 16, requests: {requests}, "
                         f"sla: {{p95_tpot_ms: {sla_ms}}}}}\n", 1)
@@ -94,7 +94,8 @@ class RegimeWorld(World):
         core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
                         self.model)
         fits = min(core.limits.max_running, core.limits.pool_tokens // (PROMPT + CAP))
-        key = f"{self.speed_space.speed_key(config.as_dict())}|{max(1, fits)}"
+        key = (f"{self.speed_space.speed_key(config.as_dict())}|{max(1, fits)}|"
+               f"{core.limits.graph_bs}")            # the graphs pad what runs at once
         if key not in self.regime:
             self.regime[key] = self._regime(core)
         return self.regime[key]

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,11 +78,17 @@ def spark_text() -> str:
     return SPARK.read_text()
 
 
+def load_space_text(text: str) -> Any:
+    from tuner.space import parse_space
+
+    return parse_space(text, file="space")
+
+
 def spark_searching_memory(tmp: Path) -> Path:
     """The Spark space with its memory fraction searched for speed (``role: speed``), as a
     user may write it: some launches then do not fit (out of memory)."""
-    text = SPARK.read_text().replace("    role: capacity\n", "    role: speed\n")
-    assert "role: speed" in text
+    text = SPARK.read_text().replace("    role: capacity\n", "    role: speed\n", 1)
+    assert "role: speed" in text and load_space_text(text).knob("mem_fraction").role == "speed"
     path = tmp / "spark-searching-memory.yaml"
     path.write_text(text)
     return path

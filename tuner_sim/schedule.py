@@ -14,7 +14,12 @@ What SGLang's scheduler decides each iteration, as the simulator models it
   gets its first token when its batch ends. A prefill batch is slower by
   ``prefill_slowdown_per_running`` for each request already running (FIT).
 * **Decode** is one iteration (a plain step or a speculative round) over the whole running
-  batch; its cost comes from :meth:`PerfModel.decode_ms`.
+  batch; its cost comes from :meth:`PerfModel.decode_ms` at the rows of the smallest
+  captured decode CUDA graph that holds the batch (``cuda_graph_config.decode.bs``: a batch
+  of 3 among graphs of 1, 2, 4 runs 4 rows, the fourth padded; past the largest graph it
+  runs its own rows, without a graph, whose launch overhead is not modelled). Only sizes
+  the launch gives (``--cuda-graph-bs-decode``) pad: SGLang's default list is not in the
+  facts, and the cookbook cells calibrated with it absorb its padding.
 
 :class:`Core` holds the queue and the batch. :class:`~tuner_sim.engine.Engine` drives it in
 scaled wall time for the server; :mod:`tuner_sim.load` drives it in virtual time for
@@ -42,12 +47,29 @@ class Limits:
     max_running: int
     pool_tokens: int
     chunk_tokens: int                # chunked_prefill_size; <= 0: one batch takes all
+    #: the decode batch sizes the launch captures as CUDA graphs (``--cuda-graph-bs-decode``;
+    #: empty: graphs disabled, or SGLang's own list, which the calibration absorbs)
+    graph_bs: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, args: dict[str, object], pool_tokens: int) -> Limits:
+        # padded only against sizes the launch gives: SGLang's own default list is not in
+        # the facts here, and the cookbook cells calibrated on it absorb its padding
+        graph = args.get("cuda_graph_config")
+        decode = graph.get("decode", {}) if isinstance(graph, dict) else {}
+        given = args.get("cuda_graph_bs_decode")
+        sizes = (tuple(sorted(int(b) for b in given))  # type: ignore[attr-defined]
+                 if given and decode.get("backend", "full") != "disabled" else ())
         return cls(max_running=int(args["max_running_requests"]),  # type: ignore[call-overload]
                    pool_tokens=pool_tokens,
-                   chunk_tokens=int(args["chunked_prefill_size"]))  # type: ignore[call-overload]
+                   chunk_tokens=int(args["chunked_prefill_size"]),  # type: ignore[call-overload]
+                   graph_bs=sizes)
+
+    def padded(self, batch: int) -> int:
+        """The rows a decode of ``batch`` requests runs: the smallest captured graph that
+        holds it (its rows past the batch padded), or the batch itself past the largest
+        (run without a graph)."""
+        return next((b for b in self.graph_bs if b >= batch), batch)
 
 
 def reservation(r: SimRequest) -> int:
@@ -97,10 +119,13 @@ class Core:
         return ms * (1.0 + self.slowdown * len(self.running))
 
     def decode_ms(self, batch: list[SimRequest]) -> float:
-        """Machine time of one decode iteration over ``batch``."""
+        """Machine time of one decode iteration over ``batch``, run in the smallest captured
+        CUDA graph that holds it: the padded rows cost as real ones in every per-row term
+        but attention (they hold no context: the batch's context is spread over the rows)."""
         kind = batch[0].kind if all(r.kind == batch[0].kind for r in batch) else "sampled"
-        ctx = sum(r.prompt_tokens + r.emitted for r in batch) / len(batch)
-        return self.perf.decode_ms(ctx, kind, batch=len(batch), content=batch[0].content)
+        rows = self.limits.padded(len(batch))
+        ctx = sum(r.prompt_tokens + r.emitted for r in batch) / rows
+        return self.perf.decode_ms(ctx, kind, batch=rows, content=batch[0].content)
 
     def accepted(self, r: SimRequest) -> int:
         """Draft tokens the verify accepts for ``r`` this round (its own random stream)."""

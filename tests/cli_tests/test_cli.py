@@ -58,7 +58,7 @@ def test_doctor_without_sglang_says_so_and_exits_cleanly() -> None:
 def test_space_show_reports_size() -> None:
     proc = run("space", "show", str(SPARK))
     assert proc.returncode == 0, proc.stderr
-    assert "22,464 configurations" in proc.stdout
+    assert "112,320 configurations" in proc.stdout      # 22,464 x 5 maxima of running requests
     assert "spec_draft_tokens" in proc.stdout
 
 

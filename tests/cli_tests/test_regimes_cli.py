@@ -23,8 +23,8 @@ SLA_MS = 400.0
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("regimes")
-    text = SPARK.read_text().replace("--max-running-requests: 1\n",
-                                     "--max-running-requests: 4\n")
+    text = SPARK.read_text().replace("  max_running: 1\n", "  max_running: 4\n")
+    assert "  max_running: 4\n" in text          # the baseline serves the four together
     text = text.replace("workload:\n", "workload:\n  regimes:\n    - {name: four, "
                         f"concurrency: 4, requests: 8, sla: {{p95_tpot_ms: {SLA_MS}}}}}\n", 1)
     (tmp / "space.yaml").write_text(text)
@@ -148,3 +148,29 @@ def test_a_regime_with_an_empty_sla_part_is_refused(tmp_path: Path, value: str) 
     assert f"--regime {value!r}: expected NAME:USERS" in r.stderr, r.stderr
     assert "a part after USERS is empty" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "trials").exists()
+
+
+QWEN_SPARK = SPARK.parent / "qwen3.8-flash-next-nvfp4-dgx-spark.yaml"
+
+
+@pytest.mark.parametrize(("space", "regime", "says"), [
+    (QWEN_SPARK, "sixteen:16:p95_tpot_ms=60",
+     "fixed_flags: regime 'sixteen' (--regime) has 16 users but every configuration of this "
+     "space serves at most 1 at once (the rest would only wait in the queue): add a "
+     "capacity knob for the maximum of running requests"),
+    (SPARK, "many:32:p95_tpot_ms=60",
+     "knobs.max_running: regime 'many' (--regime) has 32 users but every configuration of "
+     "this space serves at most 16 at once (the rest would only wait in the queue): extend "
+     "knob 'max_running' to 32, or ask for at most 16 users"),
+])
+def test_a_regime_the_space_cannot_serve_is_refused_before_any_launch(
+        tmp_path: Path, space: Path, regime: str, says: str) -> None:
+    """Issue 33, item 3: it once warned, then ran for tens of minutes to report what the
+    space already implied."""
+    r = run_tuner(tmp_path, "sweep", str(space), "--engine", "sim", "--ray-address", "none",
+               "--gsm8k", str(GSM8K_DIR), "--regime", regime, "--storage",
+               str(tmp_path / "s.db"), "--workdir", str(tmp_path / "runs"))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert f"{space}:" in r.stderr and says in " ".join(r.stderr.split()), r.stderr
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "runs").exists()

@@ -47,6 +47,8 @@ INT_VALUED = {
     "--linear-replayssm-cache-len",
 }
 FLOAT_VALUED = {"--mem-fraction-static"}
+#: flags that take one value or more (argparse nargs "+"; the 0.5.23 wheel's parser)
+MANY_VALUED = {"--cuda-graph-bs-decode"}
 ENV_VARS_STOCK = {
     "SGLANG_HUMMING_INPUT_QUANT_CONFIG", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
     "SGLANG_JIT_DEEPGEMM_PRECOMPILE", "SGLANG_ENABLE_JIT_DEEPGEMM", "SGLANG_DSV4_FP4_DEQUANT",
@@ -82,6 +84,13 @@ def check_argv(flags: list[str]) -> None:
         assert tok in VALUED, f"{tok} is not an SGLang 0.5.23 flag"
         assert i + 1 < len(flags) and not flags[i + 1].startswith("--"), f"{tok} lacks a value"
         value = flags[i + 1]
+        if tok in MANY_VALUED:
+            j = i + 1
+            while j < len(flags) and not flags[j].startswith("--"):
+                int(flags[j])
+                j += 1
+            i = j
+            continue
         if tok in CHOICES:
             v = value.upper() if tok == "--speculative-algorithm" else value
             assert v in CHOICES[tok], f"{value!r} is not a choice of {tok}"

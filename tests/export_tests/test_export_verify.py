@@ -267,3 +267,32 @@ def test_the_profile_reports_the_pooled_tpot_and_verify_bounds_it(
     assert prof["speedup"] == pytest.approx(first * 2 / mean)
     assert prof["expect"]["tpot_ms"] == {"measured": round(mean, 3),
                                          "max": round(mean * 1.15, 3)}
+
+
+@pytest.mark.slow
+def test_verify_checks_a_regime_profiles_sla_under_its_load(profile: Path, tmp_path: Path
+                                                             ) -> None:
+    """Issue 33, item 4: a profile exported for a load regime is verified at its users,
+    each p95 bound of its SLA against the running server (a loose bound passes, one no
+    server meets fails and is named)."""
+    import shutil
+
+    proc, url, _log = _serve(profile, tmp_path, "fork")
+    try:
+        outs = {}
+        for bound in (10_000.0, 0.5):
+            copy = tmp_path / f"p{bound:g}"
+            shutil.copytree(profile, copy)
+            data = yaml.safe_load((copy / "profile.yaml").read_text())
+            data["regime"] = {"name": "two", "concurrency": 2, "sla": {"p95_tpot_ms": bound},
+                              "tpot_p95_ms": 30.0}
+            (copy / "profile.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+            outs[bound] = _verify(copy, url, None, probe=4)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    loose, tight = outs[10_000.0], outs[0.5]
+    line = next(x for x in loose.stdout.splitlines() if "regime two (2 users): TPOT p95" in x)
+    assert "PASS" in line and "<= 10000 ms (measured 30)" in line, loose.stdout
+    assert tight.returncode == 1, tight.stdout + tight.stderr
+    assert tight.stdout.strip().splitlines()[-1] == "FAIL: regime two (2 users): TPOT p95"

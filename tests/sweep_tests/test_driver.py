@@ -94,7 +94,7 @@ def _two_configurations() -> object:
             if table in k:
                 k[table] = {v: e for v, e in k[table].items() if v in choices}
     data["knobs"] = {n: k for n, k in data["knobs"].items() if n in keep
-                     or n == "mem_fraction"}
+                     or n in ("mem_fraction", "max_running")}      # capacity: held
     return parse_space(yaml.safe_dump(data))
 
 

@@ -39,6 +39,7 @@ def fractions_space(tmp: Path) -> Path:
         "type": "categorical", "choices": [0.3, 0.68, 0.95], "flag": "--mem-fraction-static",
         "evidence": {"server_info": {"mem_fraction_static": "{value}"}}}}
     data["baseline"] = {"mem_fraction": 0.68}
+    data["fixed_flags"]["--max-running-requests"] = 1      # the max_running knob's baseline
     data["limits"]["--mem-fraction-static"]["max"] = 0.95
     path = tmp / "spark-fractions.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

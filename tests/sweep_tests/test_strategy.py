@@ -257,3 +257,20 @@ def test_the_local_search_takes_turns_around_a_load_regimes_center() -> None:
         measured[h] = SimpleNamespace(config=cfg, feasible=True, tpot_ms=30.0,
                                       tpot_ci95=[29.8, 30.2], number=20)
     assert steps == ["center", "best", "center", "best"]
+
+
+def test_a_regime_of_many_users_screens_the_capacity_first_largest_first() -> None:
+    """Issue 33: the first launches after the baseline measure how many requests run
+    together, so whether anything can meet the regime's SLA is known within five."""
+    from tuner.space import Regime
+    from tuner.space import Workload
+
+    space = load_space(SPARK)
+    loaded = space.for_workload(Workload(regimes=[Regime(name="sixteen", concurrency=16)]))
+    first = screens(loaded, space.capacity_knobs)
+    assert [s["max_running"] for s in first[:4]] == [16, 8, 4, 2]
+    base = loaded.complete({})
+    assert all({**s, "max_running": 1} == base for s in first[:4])   # the baseline at each
+    assert {s["max_running"] for s in first[4:]} == {1}
+    assert sorted(map(str, first[4:])) == sorted(map(str, screens(loaded)[:-4]))
+    assert screens(space) == [s for s in screens(loaded) if s["max_running"] == 1]

@@ -98,6 +98,7 @@ class Display:
         self.simulated = simulated
         self._last = ""
         self._done = -1
+        self._notes = 0
         self._live: Any = None
         self._progress: Progress | None = None
 
@@ -130,6 +131,9 @@ class Display:
                 self._done = p.done
                 self.console.print(f"[dim]{stamp}   {status_line(p, time.monotonic())}[/]",
                                    highlight=False)
+        for note in p.notes[self._notes:]:       # said once each, after the event's line
+            self.console.print(f"[yellow]note[/]: {note}", highlight=False)
+        self._notes = len(p.notes)
 
 
 def print_front(console: Any, study: Any, *, simulated: bool) -> None:

@@ -153,6 +153,7 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
+    from tuner.trial import capacity_refusal
     from tuner.trial import workload_vocab
 
     o = SweepArgs.from_cli_args(ctx.params)
@@ -165,6 +166,11 @@ def run_sweep(ctx: typer.Context) -> None:
     name = study_name(o.study, space.name)
     wl, final_q, final_note = _workload(ctx, o, space)
     choice = choice.for_users(wl.peak_users)
+    refusal = capacity_refusal(space, choice.engine, wl.regimes,
+                               "--regime" + origin(ctx, "regime") if o.regime
+                               else "the space's workload.regimes")
+    if refusal is not None:            # before the study, Ray or a server is touched
+        raise refusal
     ctx.params["time_scale"] = choice.time_scale if choice.simulated else o.time_scale
     caps = engine_capabilities(choice, space) if o.check_engine else None
     startup = o.startup_timeout or choice.default_startup_timeout()
@@ -195,18 +201,12 @@ def _start_notes(out: Any, space: Any, choice: Any, wl: Any,
                  final: list[str | None]) -> None:
     """What the sweep says before its header: the final sample (``final``: the default's
     statement or "accuracy not checked", and the statement of a given ``--final-questions``
-    beside a workload), the load regimes' queueing, and a capacity searched for several
-    users."""
-    from tuner.trial import queue_notes
-
+    beside a workload), and a capacity searched for several
+    users (a regime no configuration can serve together was refused before)."""
     if final[0]:
         out.print(final[0], highlight=False)
     if final[1]:
         out.print(final[1], highlight=False)
-    if wl.regimes:
-        base_plan = choice.engine.plan(space, choice.engine.resolve(space, {}))
-        for line in queue_notes(wl.regimes, base_plan.max_running):
-            out.print(f"[yellow]note[/]: {line}", highlight=False)
     if space.for_workload(wl) is not space:
         out.print(f"capacity searched ({', '.join(space.capacity_knobs)}): "
                   f"{wl.peak_users} users at once, so how many requests fit decides "

@@ -26,6 +26,10 @@ from tuner.engines._sglang_block_draft import BLOCK_DRAFT_RULES
 from tuner.engines._sglang_block_draft import block_draft_evidence
 from tuner.engines._sglang_block_draft import derived_flags
 from tuner.engines._sglang_block_draft import repair_ring
+from tuner.engines._sglang_capacity import MAX_RUNNING
+from tuner.engines._sglang_capacity import capacity_evidence
+from tuner.engines._sglang_capacity import capacity_flags
+from tuner.engines._sglang_capacity import check_capacity_space
 from tuner.engines._sglang_flags import CONFIG_REFUSED
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import REMOVED_FLAGS
@@ -86,6 +90,10 @@ class SGLangEngine(Engine):
 
     # -- validation ------------------------------------------------------------------------
     def validate_space(self, space: SearchSpace) -> None:
+        self._check_flags(space)          # every flag it names, against the version's table
+        check_capacity_space(space)
+
+    def _check_flags(self, space: SearchSpace) -> None:
         spec = space.spec
         extra = set(spec.engine.extra_flags)
         table = flags_for(spec.engine.version)
@@ -194,6 +202,13 @@ class SGLangEngine(Engine):
             notes.append(f"{flag} {value} derived: the ReplaySSM ring must be a power of "
                          "two holding twice the verify window (SGLang's default 16 fails "
                          "at start-up past a window of 8)")
+        graphs = capacity_flags(space, config.as_dict())
+        view.flags.update(graphs)
+        if graphs:
+            shown = ", ".join(f"{f} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+                              for f, v in graphs.items())
+            notes.append(f"{shown} derived from {MAX_RUNNING}: the decode graphs must cover "
+                         "the batches it runs")
         version_note = table_note(space.spec.engine.version)
         if version_note is not None:
             notes.append(version_note)
@@ -216,6 +231,7 @@ class SGLangEngine(Engine):
             env[self.hosts.env_var] = self.hosts.meminfo(port)
         evidence = [self._evidence(space, n, v) for n, v in config.values.items()]
         evidence += block_draft_evidence(space, config.as_dict())
+        evidence += capacity_evidence(space, config.as_dict())
         evidence += fixed_evidence(space)
         return LaunchPlan(
             engine=self.name, engine_version=space.spec.engine.version, argv=argv, env=env,

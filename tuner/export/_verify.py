@@ -4,7 +4,8 @@ Every expected ``/server_info`` value first (the settings that must have taken e
 optionally the expected log lines (``--log``), then a short verify workload whose accept
 length and TPOT must fall in the profile's ranges: the start-up check the published lesson
 asks for (an FP8 LM head whose draft cannot use it shows accept length 1.00 and nothing
-else).
+else). A profile exported for a load regime also sends the verify prompts at the regime's
+users and checks each p95 bound of its SLA.
 """
 
 from __future__ import annotations
@@ -171,4 +172,39 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
             checks.append(Check(name, None, f"not compared: measured on {wl.kind} "
                                 f"({tp['measured']:.2f} ms); pass --gsm8k to compare",
                                 f"{agg.tpot_ms:.2f} ms"))
+    if profile.get("regime"):
+        checks += _regime_checks(profile["regime"], url, headers, protocol,
+                                 prepared.measured, scale, comparable)
     return checks
+
+
+def _regime_checks(g: dict[str, Any], url: str, headers: dict[str, str],
+                   protocol: ServerProtocol, prompts: list[Any], scale: float,
+                   comparable: bool) -> list[Check]:
+    """A profile exported for a load regime: the verify workload's prompts sent at the
+    regime's users (twice over), each p95 bound of its SLA checked on the running server."""
+    from tuner.space import Regime
+    from tuner.trial import measure_regime
+
+    users = int(g.get("concurrency") or 1)
+    regime = Regime(name=str(g.get("name") or "regime"), concurrency=users,
+                    requests=2 * users, sla=g.get("sla") or None)
+    r = measure_regime(url, headers, protocol, prompts, regime, scale=scale,
+                       timeout_s=3600.0)
+    name = f"regime {regime.name} ({users} users)"
+    if r.status != "ok":
+        return [Check(name, False, "every request served", r.message or "failed")]
+    out = []
+    for key, got, measured, unit in (
+            ("p95_tpot_ms", r.tpot_p95_ms, g.get("tpot_p95_ms"), "ms"),
+            ("p95_ttft_s", r.ttft_p95_s, g.get("ttft_p95_s"), "s")):
+        bound = (g.get("sla") or {}).get(key)
+        if bound is None or got is None:
+            continue
+        label = f"{name}: {key.split('_')[1].upper()} p95"
+        was = f" (measured {measured:.3g})" if measured is not None else ""
+        out.append(Check(label, got <= bound if comparable else None,
+                         f"<= {bound:g} {unit}{was}" + ("" if comparable else
+                                                        ": not compared, another workload"),
+                         f"{got:.3g} {unit}"))
+    return out

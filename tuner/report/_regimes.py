@@ -36,6 +36,7 @@ def regime_records(data: StudyData) -> list[dict[str, Any]]:
                     "measured": len(g.rows), "eligible": sum(r.eligible for r in g.rows),
                     "pick": _figures(g.pick) if g.pick is not None else None,
                     "pick_near_sla_bound": g.pick.near_bound(g.sla) if g.pick else [],
+                    "infeasible": g.infeasibility(),
                     "front": [_figures(r) for r in g.front]})
     return out
 
@@ -162,6 +163,9 @@ def print_regimes(out: Any, data: StudyData) -> None:
         out.print(sentence, highlight=False)
     for line in near_bound_notes(data):
         out.print(f"[yellow]note[/]: {line}", highlight=False)
+    for g in data.regimes:                 # nothing measured meets its SLA: the nearest
+        if (said := g.infeasibility()) is not None:
+            out.print(f"[yellow]note[/]: {said}", highlight=False)
 
 
 def near_bound_notes(data: StudyData) -> list[str]:

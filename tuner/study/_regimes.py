@@ -95,12 +95,64 @@ class RegimeAnswer:
                       key=lambda r: (r.tpot_p95_ms or 0.0, r.ttft_p95_s or 0.0, r.number))
         return [*eligible, *near][:most]
 
+    def nearest_miss(self) -> tuple[RegimeRow, list[tuple[str, float, float]]] | None:
+        """With an SLA and no eligible configuration: the admissible measured one that
+        misses it by the least (its worst bound's relative miss) and, per bound it misses,
+        (key, its p95 figure, the bound); None when something is eligible, or nothing
+        admissible measured the regime."""
+        if not self.sla or any(r.eligible for r in self.rows):
+            return None
+        misses = []
+        for r in self.rows:
+            if r.failed is not None or not r.configuration.admissible:
+                continue
+            over = [(k, v, b) for k, v in (("p95_tpot_ms", r.tpot_p95_ms),
+                                           ("p95_ttft_s", r.ttft_p95_s))
+                    if (b := self.sla.get(k)) and v is not None and v > b]
+            if over:
+                misses.append((max(v / b for _, v, b in over), r.number, r, over))
+        if not misses:
+            return None
+        _, _, row, over = min(misses, key=lambda m: (m[0], m[1]))
+        return row, over
+
+    def infeasibility(self) -> str | None:
+        """One line when no measured configuration meets the SLA: the nearest, by how much
+        it misses, and what would help (None: something meets it, or nothing measured)."""
+        near = self.nearest_miss()
+        if near is None:
+            return None
+        from tuner.errors import counted
+
+        row, over = near
+        unit = {"p95_tpot_ms": ("TPOT", "ms"), "p95_ttft_s": ("TTFT", "s")}
+        misses = ", ".join(f"p95 {unit[k][0]} {v:.3g} {unit[k][1]} against {b:g} "
+                           f"({v / b - 1:.0%} over)" for k, v, b in over)
+        looser = ",".join(f"{k}={v * 1.05:.3g}" for k, v, _ in over)
+        measured = counted(len(self.rows), "configuration")
+        alone = (row.peak_running is not None and row.peak_running <= 1
+                 and all(k == "p95_tpot_ms" for k, _, _ in over))
+        fewer = "" if alone else "fewer users or "
+        why = ("; fewer users would not: it ran one request at a time, so its TPOT is "
+               "batch 1's" if alone else "")
+        return (f"regime {self.name!r} ({counted(self.concurrency, 'user', 'users')}): none "
+                f"of the {measured} measured meets {self.describe_sla()}; the nearest, "
+                f"#{row.number} ({_described(row.configuration.config)}), misses: {misses}; "
+                f"{fewer}a looser SLA (e.g. --regime {self.name}:{self.concurrency}:{looser}) "
+                f"would help{why}")
+
     def describe_sla(self) -> str:
         if not self.sla:
             return "no SLA"
         parts = {"p95_tpot_ms": "p95 TPOT <= {:g} ms", "p95_ttft_s": "p95 TTFT <= {:g} s"}
         return ", ".join(parts[k].format(v) for k, v in self.sla.items()
                          if k in parts and v is not None) or "no SLA"
+
+
+def _described(config: dict[str, Any]) -> str:
+    from tuner.space import value_key
+
+    return " ".join(f"{k}={value_key(v)}" for k, v in config.items())
 
 
 def _mean(values: list[float | None]) -> float | None:

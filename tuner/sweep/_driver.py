@@ -58,6 +58,7 @@ class Driver:
     def __init__(self, space: SearchSpace, engine: Engine, options: TrialOptions,
                  settings: SweepSettings, runner_factory: Callable[[], TrialRunner],
                  on_progress: Callable[[Progress], None] | None = None) -> None:
+        held = space.capacity_knobs
         space = space.for_workload(options.workload)   # several users: capacity searched
         self.space, self.engine, self.options, self.s = space, engine, options, settings
         context = StudyContext(
@@ -83,6 +84,7 @@ class Driver:
                                    scored=options.workload.kind == "gsm8k",
                                    sample_beside=options.workload.kind != "gsm8k",
                                    regimes=bool(options.workload.regimes),
+                                   capacity=held if space.capacity_knobs != held else (),
                                    canonical=self._canonical)
         self.options_noted = False
         self.said_exhausted = False

@@ -41,10 +41,13 @@ from tuner.sweep._final_sample import final_launch_s
 
 
 def capacity_ladder(space: SearchSpace) -> list[dict[str, Any]]:
-    """Values of the first capacity knob above the baseline's, largest first."""
-    if not space.capacity_knobs:
+    """Values of the first float capacity knob (the memory fraction) above the baseline's,
+    largest first. A maximum of running requests is no rung: held at one user at a time,
+    more would only cost memory."""
+    floats = [n for n in space.capacity_knobs if space.knob(n).type == "float"]
+    if not floats:
         return []
-    name = space.capacity_knobs[0]
+    name = floats[0]
     base = space.complete({})[name]
     return [{name: v} for v in sorted((v for v in space.domain(name) or [] if v > base),
                                       reverse=True)]

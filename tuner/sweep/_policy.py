@@ -75,11 +75,13 @@ def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple
 
 
 class SearchPolicy:
-    """``canonical``: values -> (canonical configuration, why it was repaired or None)."""
+    """``canonical``: values -> (canonical configuration, why it was repaired or None);
+    ``capacity``: the capacity knobs a load regime searches (screened first)."""
 
     def __init__(self, space: SearchSpace, settings: Any, *, questions: int,
                  scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
-                 regimes: bool = False, sample_beside: bool = False) -> None:
+                 regimes: bool = False, sample_beside: bool = False,
+                 capacity: tuple[str, ...] = ()) -> None:
         from tuner.sweep._finals import Finals
 
         self.s, self.canonical = settings, canonical
@@ -104,7 +106,8 @@ class SearchPolicy:
             from tuner.sweep._strategy import StagedPlan
 
             self.plan = StagedPlan(space, lambda v: canonical(v)[0].hash(),
-                                   seed=settings.seed, explore_every=settings.explore_every)
+                                   seed=settings.seed, explore_every=settings.explore_every,
+                                   first=capacity)
 
     def next(self, sweep: SweepStudy, baseline: TrialSummary | None, *, launched: int,
              started: float) -> Proposal | None:

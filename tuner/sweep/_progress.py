@@ -46,6 +46,9 @@ class Progress:
     #: capacity it is exported at)
     best_figures: str = ""
     last: str = ""
+    #: lines said once each, in order (a load regime nothing measured can meet)
+    notes: list[str] = field(default_factory=list)
+    _said: set[str] = field(default_factory=set, repr=False)
 
     def refresh(self, sweep: SweepStudy, first: bool = False) -> None:
         """Recount from the study (``first``: this run's start, for its pace)."""
@@ -62,6 +65,7 @@ class Progress:
         self.gated = sum(r.launched and r.state == "COMPLETE" and bool(r.gate) for r in rows)
         self.duplicates = sum(r.role == Role.DUPLICATE for r in rows)
         answer = sweep.answer(rows)
+        self._infeasible(answer, rows)
         if answer.baseline is not None:    # its TPOT as the report shows it (pooled)
             self.baseline_tpot = answer.baseline.tpot_ms
         pick = answer.pick
@@ -70,6 +74,30 @@ class Progress:
                 pick.tpot_ms, pick.number, pick.launches)
             self.best_checked = pick.accuracy_checked
             self.best_figures = _figures(pick)
+
+
+    def _infeasible(self, answer: Any, rows: list[Any]) -> None:
+        """Say, once per regime, that nothing measured meets its SLA: as soon as
+        :data:`INFEASIBLE_AFTER` configurations measured it, or :data:`INFEASIBLE_BY`
+        launches are done (the nearest and by how much it misses, and what would help)."""
+        if not any(r.regimes for r in rows):
+            return
+        from tuner.study import regime_answers
+
+        for g in regime_answers(answer, rows):
+            if g.name in self._said or not (len(g.rows) >= INFEASIBLE_AFTER
+                                            or self.done >= INFEASIBLE_BY):
+                continue
+            line = g.infeasibility()
+            if line is not None:
+                self._said.add(g.name)
+                self.notes.append(line)
+
+
+#: configurations that measured a regime before its infeasibility is said
+INFEASIBLE_AFTER = 3
+#: launches after which it is said whatever measured the regime
+INFEASIBLE_BY = 5
 
 
 def _figures(pick: Any) -> str:

@@ -61,16 +61,20 @@ from tuner.sweep._neighbours import neighbours
 HashOf = Callable[[dict[str, Any]], str]
 
 
-def screens(space: SearchSpace) -> list[dict[str, Any]]:
-    """The baseline with one top-level categorical knob changed, for each other value."""
+def screens(space: SearchSpace, first: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The baseline with one top-level categorical knob changed, for each other value;
+    the knobs ``first`` names (capacity, when a load regime searches it) before the others,
+    their largest values first: how many requests run together decides a regime's answer,
+    and its first launches then say whether anything can meet its SLA."""
     base = space.complete({})
     held = set(space.capacity_knobs)
     out = []
-    for name in space.order:
+    for name in sorted(space.order, key=lambda n: n not in first):
         k = space.knob(name)
         if k.when or name in held or k.type not in ("categorical", "bool"):
             continue
-        for v in space.domain(name) or []:
+        values = space.domain(name) or []
+        for v in (values[::-1] if name in first else values):
             if v != base.get(name):
                 out.append(space.complete({name: v}, base={n: x for n, x in base.items()
                                                             if n == name or not
@@ -82,11 +86,11 @@ class StagedPlan:
     """Decides, before each proposal, whether to enqueue a planned configuration."""
 
     def __init__(self, space: SearchSpace, hash_of: HashOf, *, seed: int | None,
-                 explore_every: int = 3) -> None:
+                 explore_every: int = 3, first: tuple[str, ...] = ()) -> None:
         self.space, self.hash_of = space, hash_of
         self.rng = random.Random(seed)
         self.explore_every = explore_every
-        self.screens = screens(space)
+        self.screens = screens(space, first)
         self.combos: list[dict[str, Any]] | None = None    # planned once the screens are in
         self.probes: list[dict[str, Any]] | None = None    # planned once the combos are in
         self.issued: set[str] = set()

@@ -19,6 +19,9 @@ failure of that regime only: it records the reason, and the trial's own figures 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
 from typing import Literal
 
 import httpx
@@ -30,6 +33,12 @@ from tuner.space import Regime
 from tuner.trial._requests import run_requests
 from tuner.trial._stats import percentile
 from tuner.workloads import Prompt
+
+
+if TYPE_CHECKING:
+    from tuner.engines import Engine
+    from tuner.errors import SpaceError
+    from tuner.space import SearchSpace
 
 
 def queue_notes(regimes: list[Regime], max_running: int | None) -> list[str]:
@@ -44,6 +53,64 @@ def queue_notes(regimes: list[Regime], max_running: int | None) -> list[str]:
             f"serves at most {max_running} at once: {r.concurrency - max_running} wait in "
             "the queue (their wait shows in TTFT); raise the space's maximum of running "
             "requests to serve them together" for r in regimes if r.concurrency > max_running]
+
+
+@dataclass(frozen=True)
+class ServingLimit:
+    """The most requests any configuration of a space runs at once, as the engine plans
+    them, and where that bound is written: ``knob`` is the knob whose value reaches it
+    (None: the space's fixed flags hold it for every configuration)."""
+
+    most: int
+    knob: str | None
+
+
+def serving_limit(space: SearchSpace, engine: Engine) -> ServingLimit | None:
+    """How many requests the space can serve at once, over the baseline and every value of
+    every knob (each beside the baseline's others, with the values its condition needs);
+    None when some launch leaves it to the engine (which sizes it from memory)."""
+    from tuner.errors import UserError
+
+    tries: list[tuple[str | None, dict[str, Any]]] = [(None, {})]
+    for name in space.order:
+        when = {p: (v[0] if isinstance(v, list) else v)
+                for p, v in space.knob(name).when.items()}
+        tries += [(name, {**when, name: v}) for v in space.domain(name) or []]
+    best: ServingLimit | None = None
+    for knob, assigned in tries:
+        try:
+            most = engine.plan(space, engine.resolve(space, assigned)).max_running
+        except UserError:                 # a value this baseline cannot take: not a launch
+            continue
+        if most is None:
+            return None
+        if best is None or most > best.most:
+            best = ServingLimit(most, knob if best is not None else None)
+    return best
+
+
+def capacity_refusal(space: SearchSpace, engine: Engine, regimes: list[Regime],
+                     where: str) -> SpaceError | None:
+    """The located one-line refusal of a regime with more users than any configuration of
+    ``space`` serves at once (None: every regime can be served): its users would only wait
+    in the queue, so a sweep would measure what the space already implies. ``where`` says
+    where the regimes were given (``--regime``, the space's ``workload.regimes``)."""
+    limit = serving_limit(space, engine)
+    over = [r for r in regimes if limit is not None and r.concurrency > limit.most]
+    if limit is None or not over:
+        return None
+    from tuner.errors import counted
+
+    r = max(over, key=lambda g: g.concurrency)
+    fix = (f"extend knob {limit.knob!r} to {r.concurrency}" if limit.knob is not None else
+           "add a capacity knob for the maximum of running requests (docs/search-spaces.md, "
+           "\"Capacity knobs\"; the Spark space's max_running is one)")
+    path: tuple[str | int, ...] = ("knobs", limit.knob) if limit.knob else ("fixed_flags",)
+    return space.error(path, (
+        f"regime {r.name!r} ({where}) has {counted(r.concurrency, 'user', 'users')} but every "
+        f"configuration of this space serves at most {limit.most} at once (the rest would "
+        f"only wait in the queue): {fix}, or ask for at most "
+        f"{counted(limit.most, 'user', 'users')}"))
 
 
 class RegimeResult(BaseModel):
