@@ -32,14 +32,15 @@ def console(stderr: bool = False) -> Console:
 
 def load_checked_space(path: Path | str, engine: Engine | None = None) -> SearchSpace:
     """Load a space and check it against the engine's flags (located errors, exit 2)."""
-    from tuner.engines import ENGINES
     from tuner.engines import make_engine
+    from tuner.engines import space_engines
     from tuner.space import load_space
 
     space = load_space(path)
-    if space.spec.engine.name not in ENGINES:
+    known = space_engines()
+    if space.spec.engine.name not in known:
         raise space.error(("engine", "name"), f"unknown engine {space.spec.engine.name!r}; "
-                                              f"expected one of {', '.join(ENGINES)}")
+                                              f"expected one of {', '.join(known)}")
     (engine or make_engine(space.spec.engine.name)).validate_space(space)
     return space
 

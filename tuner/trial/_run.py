@@ -12,7 +12,7 @@ from dataclasses import field
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -50,6 +50,10 @@ from tuner.workloads import make_workload
 from tuner.workloads import vocab_size
 
 
+if TYPE_CHECKING:
+    from tuner.engines import Capabilities
+
+
 @dataclass(frozen=True)
 class EarlyStop:
     """Judge a trial after the first ``fraction`` of its measured requests (at least
@@ -80,7 +84,7 @@ class TrialOptions:
     bench_timeout_s: float = 4 * 3600.0
     host: str = "127.0.0.1"
     port: int | None = None
-    capabilities: Any = None
+    capabilities: Capabilities | None = None
     baseline_per_question: dict[str, bool] | None = None
     reference_accept_length: float | None = None
     keep_full_server_info: bool = False
@@ -131,7 +135,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
     result = TrialResult(
         tuner_version=__version__, status="ok", space=space.name,
         machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
-        plan=plan, engine=engine.name, simulated=engine.name.startswith("sim"),
+        plan=plan, engine=engine.name, simulated=engine.simulated,
         time_scale=engine.time_scale, workload=opts.workload.model_dump(),
         started_at=_now(), host=socket.gethostname(), log_path=str(log_path))
     if opts.capabilities is not None:     # before launch: can the engine apply every value?
