@@ -12,11 +12,11 @@ from dataclasses import field
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
 
 from tuner import __version__
+from tuner.engines import Capabilities
 from tuner.engines import Engine
 from tuner.engines import RequestFailed
 from tuner.engines import ServerProtocol
@@ -48,10 +48,6 @@ from tuner.workloads import Prepared
 from tuner.workloads import Workload as PromptWorkload
 from tuner.workloads import make_workload
 from tuner.workloads import vocab_size
-
-
-if TYPE_CHECKING:
-    from tuner.engines import Capabilities
 
 
 @dataclass(frozen=True)
