@@ -141,11 +141,11 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
     bad value is one line, exit 2."""
     from pydantic import ValidationError
 
+    from tuner.cli._args import WorkloadArgs
     from tuner.space import Workload
-    from tuner.workloads import KINDS
 
-    if kind is not None and kind not in KINDS:
-        raise UserError(f"--workload {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind is not None:
+        WorkloadArgs.check("workload", kind)
     if mix is not None and kind not in (None, "mix"):      # once the mix ran, in silence
         raise UserError(f"--mix {mix} and --workload {kind} conflict: --mix tunes for a mix "
                         "of classes, --workload for one; give one of them")
