@@ -51,11 +51,11 @@ from tests.sweep_tests.model_runner import InstantRunner
 from tuner.engines import make_engine
 from tuner.space import SearchSpace
 from tuner.space import load_space
-from tuner.study import estimates
 from tuner.study import feasible_best
-from tuner.study import feasible_front
 from tuner.study import locate
 from tuner.study import summaries
+from tuner.study.pooled import estimates
+from tuner.study.pooled import feasible_front
 from tuner.sweep._base import TrialJob
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "noise": {"cv": args.cv, "launch_cv": args.launch_cv}}
     import tiered_grid  # noqa: F401 - registers "tiered" for this benchmark
 
-    from tuner.study import SAMPLERS
+    from tuner.study.samplers import SAMPLERS
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -72,7 +72,7 @@ def errors(scale: float, repeats: int, input_len: int = 2048, output_len: int = 
                                load_model_for_path("ling-3.0-flash-fp4"), settings)
                 # one decode iteration (a step, or a round) per token the trial saw per round
                 per_iteration = sum(x.completion_tokens - 1 for x in r.requests) / sum(
-                    x.spec_verify_ct or x.completion_tokens - 1 for x in r.requests)
+                    x.verify_rounds or x.completion_tokens - 1 for x in r.requests)
                 expected = pm.decode_ms(context, "greedy") / per_iteration
                 out[name].append(a.tpot_ms / expected - 1)
     return out

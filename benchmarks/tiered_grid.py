@@ -12,8 +12,8 @@ import optuna
 
 from tuner.engines import make_engine
 from tuner.space import SearchSpace
-from tuner.study import SAMPLERS
 from tuner.study import feasible_best
+from tuner.study.samplers import SAMPLERS
 
 
 TIERS = (("moe_backend", "humming_activation", "lm_head"),

@@ -19,8 +19,8 @@ import yaml
 from tests.conftest import GSM8K_DIR
 from tests.conftest import SPARK
 from tests.conftest import tuner_argv
-from tuner.study import dashboard_storage
 from tuner.study import locate
+from tuner.study.storages import dashboard_storage
 
 
 pytestmark = pytest.mark.slow

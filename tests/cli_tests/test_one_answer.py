@@ -20,10 +20,10 @@ from tests.conftest import tuner_argv
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import Role
-from tuner.study import dashboard_storage
 from tuner.study import locate
 from tuner.study import study_answer
 from tuner.study import summaries
+from tuner.study.storages import dashboard_storage
 
 
 def _cli(*args: str) -> str:

@@ -11,9 +11,9 @@ import yaml
 from tests.conftest import tuner_argv
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
-from tuner.study import estimates
 from tuner.study import feasible_best
 from tuner.study._storage import locate
+from tuner.study.pooled import estimates
 
 
 def test_export_after_the_finals_with_model_backed_runner(tmp_path: Path) -> None:

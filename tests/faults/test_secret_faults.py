@@ -21,8 +21,8 @@ from tests.conftest import SPARK
 from tests.conftest import tuner_argv
 from tests.postgres_server import PASSWORD
 from tests.postgres_server import postgres_server
-from tuner.study import redact_url
 from tuner.study._storage import driver_url
+from tuner.study.storages import redact_url
 from tuner.trial._server import free_port
 
 

@@ -14,11 +14,11 @@ from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import Role
 from tuner.study import TrialSummary
-from tuner.study import estimates
 from tuner.study import feasible_best
-from tuner.study import feasible_estimates
-from tuner.study import largest_capacity
 from tuner.study import summaries
+from tuner.study.pooled import estimates
+from tuner.study.pooled import feasible_estimates
+from tuner.study.pooled import largest_capacity
 from tuner.sweep._base import TrialJob
 from tuner.sweep._finals import Finals
 
@@ -127,7 +127,7 @@ def test_finals_of_a_timed_sweep_start_at_the_last_fifth_of_its_hours() -> None:
 
 def test_ties_are_the_feasible_configurations_whose_interval_overlaps_with_model_backed_runner(
         tmp_path: Path) -> None:
-    from tuner.study import ties_with
+    from tuner.study.pooled import ties_with
 
     runner = ModelRunner(seed=2, noise=0.03)
     study = model_sweep(tmp_path, runner, trials=20, seed=2)

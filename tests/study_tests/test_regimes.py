@@ -13,7 +13,7 @@ from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import answer_of
 from tuner.study import regime_answers
-from tuner.study import regime_named
+from tuner.study.regimes import regime_named
 
 
 SLA = {"p95_tpot_ms": 100.0}

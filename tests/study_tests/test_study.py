@@ -9,8 +9,6 @@ import pytest
 from tests.conftest import SPARK
 from tuner.errors import UserError
 from tuner.space import load_space
-from tuner.study import make_sampler
-from tuner.study import sampler_trials
 from tuner.study._bridge import suggest
 from tuner.study._lock import KEY
 from tuner.study._lock import DriverLock
@@ -19,6 +17,8 @@ from tuner.study._lock import is_stale
 from tuner.study._record import ROLE
 from tuner.study._stand_ins import stand_in_sampler
 from tuner.study._storage import locate
+from tuner.study.samplers import make_sampler
+from tuner.study.samplers import sampler_trials
 
 
 SPACE = load_space(SPARK)

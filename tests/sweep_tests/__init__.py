@@ -11,7 +11,7 @@ def assert_every_constraint_set(trial: optuna.trial.FrozenTrial) -> None:
 
 def stand_ins(study: optuna.Study) -> set[int]:
     """Numbers of the stored FAIL trials that the sampler sees as COMPLETE stand-ins."""
-    from tuner.study import sampler_trials
+    from tuner.study.samplers import sampler_trials
 
     stored = {t.number: t.state for t in study.get_trials(deepcopy=False)}
     return {t.number for t in sampler_trials(study)

@@ -17,8 +17,8 @@ from tests.sweep_tests.model_runner import model_sweep
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.space import parse_space
-from tuner.study import feasible_front
 from tuner.study._record import ROLE
+from tuner.study.pooled import feasible_front
 
 
 SPACE = load_space(SPARK)
@@ -183,9 +183,9 @@ def test_no_launch_asks_for_a_draft_tree_sglang_cannot_build_with_model_backed_r
 
 def test_a_refused_second_driver_writes_nothing_with_model_backed_runner(
         tmp_path: Path) -> None:
-    from tuner.study import DriverLock
-    from tuner.study import LockHeld
     from tuner.study import context_of
+    from tuner.study.storages import DriverLock
+    from tuner.study.storages import LockHeld
 
     first = run(tmp_path, ModelRunner(seed=7), trials=2)
     before = context_of(first)

@@ -9,9 +9,9 @@ import optuna
 
 from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
-from tuner.study import feasible_front
-from tuner.study import sampler_trials
 from tuner.study import summaries
+from tuner.study.pooled import feasible_front
+from tuner.study.samplers import sampler_trials
 
 
 def test_pruned_trials_are_recorded_counted_and_not_repeated(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from tests.sweep_tests.model_runner import ModelRunner
 from tests.sweep_tests.model_runner import model_sweep
 from tuner.study import Role
 from tuner.study import feasible_best
-from tuner.study import feasible_front
 from tuner.study import summaries
 from tuner.study import summarize
+from tuner.study.pooled import feasible_front
 from tuner.sweep._base import TrialJob
 from tuner.trial import TrialResult
 from tuner.trial._gate import evaluate

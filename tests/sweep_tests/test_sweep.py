@@ -21,8 +21,8 @@ from tests.sweep_tests import assert_only_measurements_complete
 from tests.sweep_tests import carries
 from tests.sweep_tests import marked_env
 from tests.sweep_tests import new_mark
-from tuner.study import feasible_front
 from tuner.study._record import ROLE
+from tuner.study.pooled import feasible_front
 
 
 pytestmark = pytest.mark.slow

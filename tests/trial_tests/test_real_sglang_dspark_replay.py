@@ -109,16 +109,16 @@ def test_the_accept_length_is_the_trials_own_verify_rounds() -> None:
     r = _load("trial-qwen3-dspark.json")
     assert r.aggregates is not None and r.requests
     tokens = sum(q.completion_tokens for q in r.requests)
-    rounds = sum(q.spec_verify_ct or 0 for q in r.requests)
+    rounds = sum(q.verify_rounds or 0 for q in r.requests)
     assert rounds > 0 and r.aggregates.accept_length == pytest.approx(tokens / rounds)
     # random weights: the target accepts nothing the draft proposes, 63 rounds per 64 tokens
-    assert [(q.completion_tokens, q.spec_verify_ct) for q in r.requests] == [(64, 63)] * 6
+    assert [(q.completion_tokens, q.verify_rounds) for q in r.requests] == [(64, 63)] * 6
     assert r.aggregates.accept_length == pytest.approx(64 / 63)
     # the server's own "accept len" is per decode batch, never read
     assert "accept len: 1.00, accept rate: 0.00" in (HERE / "server-qwen3-dspark.log").read_text()
     base = _load("trial-qwen3-baseline.json")
     assert base.status == "ok" and base.aggregates is not None
-    assert all(q.spec_verify_ct is None for q in base.requests)
+    assert all(q.verify_rounds is None for q in base.requests)
     assert base.aggregates.accept_length is None
     # the gate: the tiny space's floor (0.5) lets random weights through; a real floor not
     gate = load_space(SPACE).spec.gate

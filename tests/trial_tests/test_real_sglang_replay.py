@@ -119,13 +119,13 @@ def test_aggregation_of_the_recorded_requests_reproduces_the_figures(path: Path)
 def test_accept_length_comes_from_the_real_spec_verify_ct() -> None:
     r = _load(HERE / "trial-dsv3-nextn.json")
     tokens = sum(q.completion_tokens for q in r.requests)
-    rounds = sum(q.spec_verify_ct or 0 for q in r.requests)
+    rounds = sum(q.verify_rounds or 0 for q in r.requests)
     assert rounds > 0 and r.aggregates is not None
     assert r.aggregates.accept_length == pytest.approx(tokens / rounds)
     # random weights: the draft is almost never right (63 rounds for 64 tokens)
     assert 1.0 <= r.aggregates.accept_length < 1.05
     base = _load(HERE / "trial-dsv3-baseline.json")
-    assert all(q.spec_verify_ct is None for q in base.requests)
+    assert all(q.verify_rounds is None for q in base.requests)
     assert base.aggregates is not None and base.aggregates.accept_length is None
 
 

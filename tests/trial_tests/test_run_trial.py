@@ -92,7 +92,7 @@ def test_noise_off_speculative_tpot_within_1_percent_of_the_model(tmp_path: Path
     settings = Settings(moe_backend="humming", lm_head="fp8", speculative=True)
     # decode tokens per request exclude the prefill token: rounds = (n-1) / per-round tokens
     per_round = sum(x.completion_tokens - 1 for x in r.requests) / sum(
-        x.spec_verify_ct or 0 for x in r.requests)
+        x.verify_rounds or 0 for x in r.requests)
     expected = model_tpot(settings, 2048 + 256 / 2, per_round)
     assert abs(a.tpot_ms / expected - 1) < 0.01, (a.tpot_ms, expected)
 

@@ -19,7 +19,7 @@ def rec(i: int, n: int, decode_ms_per_tok: float, *, ttft: float = 0.2, verify: 
     return RequestRecord(prompt_id=f"q{i}", prompt_tokens=100, completion_tokens=n,
                          ttft_s=ttft, e2e_s=e2e,
                          tpot_ms=(e2e - ttft) / (n - 1) * 1000 if n > 1 else None,
-                         spec_verify_ct=verify, accept_length=n / verify if verify else None,
+                         verify_rounds=verify, accept_length=n / verify if verify else None,
                          correct=correct, content=content)
 
 

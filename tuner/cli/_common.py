@@ -32,14 +32,15 @@ def console(stderr: bool = False) -> Console:
 
 def load_checked_space(path: Path | str, engine: Engine | None = None) -> SearchSpace:
     """Load a space and check it against the engine's flags (located errors, exit 2)."""
-    from tuner.engines import ENGINES
     from tuner.engines import make_engine
+    from tuner.engines import space_engines
     from tuner.space import load_space
 
     space = load_space(path)
-    if space.spec.engine.name not in ENGINES:
+    known = space_engines()
+    if space.spec.engine.name not in known:
         raise space.error(("engine", "name"), f"unknown engine {space.spec.engine.name!r}; "
-                                              f"expected one of {', '.join(ENGINES)}")
+                                              f"expected one of {', '.join(known)}")
     (engine or make_engine(space.spec.engine.name)).validate_space(space)
     return space
 
@@ -140,11 +141,11 @@ def workload_with(space: SearchSpace, *, kind: str | None = None, mix: str | Non
     bad value is one line, exit 2."""
     from pydantic import ValidationError
 
+    from tuner.cli._args import WorkloadArgs
     from tuner.space import Workload
-    from tuner.workloads import KINDS
 
-    if kind is not None and kind not in KINDS:
-        raise UserError(f"--workload {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind is not None:
+        WorkloadArgs.check("workload", kind)
     if mix is not None and kind not in (None, "mix"):      # once the mix ran, in silence
         raise UserError(f"--mix {mix} and --workload {kind} conflict: --mix tunes for a mix "
                         "of classes, --workload for one; give one of them")

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from typing import Any
 
 import typer
 
 
 if TYPE_CHECKING:
+    from tuner.engines import Capabilities
     from tuner.engines import Engine
+    from tuner.space import SearchSpace
 
 
 # The simulator's options, declared once for every command that can launch it (Typer copies
@@ -87,7 +88,7 @@ def _joined(first: str | None, second: str) -> str:
     return f"{first}; {second}" if first else second
 
 
-def engine_capabilities(choice: EngineChoice, space: Any) -> Any:
+def engine_capabilities(choice: EngineChoice, space: SearchSpace) -> Capabilities:
     """Probe the engine the choice launches (tuner doctor's findings); fail if it is absent."""
     from tuner.engines import inspect_engine
     from tuner.errors import UserError
@@ -135,6 +136,7 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float | 
     import shutil
 
     from tuner.cli._common import split_command
+    from tuner.engines import ENGINES
     from tuner.engines import make_engine
 
     note = None
@@ -144,7 +146,8 @@ def choose_engine(name: str, *, engine_command: str | None, time_scale: float | 
         else:
             name = "sim"
             note = "no SGLang + GPU here: using the built-in simulator (--engine sim)"
-    if name.startswith("sim"):
+    entry = ENGINES.get(name.partition(":")[0])
+    if entry is not None and entry.simulated:
         scale = DEFAULT_TIME_SCALE if time_scale is None else time_scale
         env = {"TUNER_SIM_TIME_SCALE": f"{scale:g}", "TUNER_SIM_NOISE": f"{noise:g}",
                "TUNER_SIM_SEED": str(sim_seed)}

@@ -1,25 +1,26 @@
 """``tuner sweep``'s options as one typed record, built once from what Click parsed (the
 command line over the ``--config`` file over the defaults): :meth:`SweepArgs.from_cli_args`,
 as vLLM's engine arguments are. Everything after parsing reads these fields, never a dict
-of string keys."""
+of string keys. The options ``tuner trial`` shares are declared once, in
+:mod:`tuner.cli._args`' groups."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
+
+from tuner.cli._args import EngineArgs
+from tuner.cli._args import WorkloadArgs
 
 
-@dataclass(frozen=True)
-class SweepArgs:
+@dataclass(frozen=True, kw_only=True)
+class SweepArgs(EngineArgs, WorkloadArgs):
     """One field per option of :func:`tuner.cli.sweep.sweep` (its help says what each
-    means); ``None``: not given, the default applies where it is used."""
+    means) beyond the shared groups; ``None``: not given, the default applies where it is
+    used."""
 
     space_file: Path
     config: Path | None = None
-    engine: str = "auto"
-    engine_command: str | None = None
     storage: str | None = None
     study: str | None = None
     artifacts: str | None = None
@@ -29,40 +30,11 @@ class SweepArgs:
     seed: int | None = None
     ray_address: str | None = None
     parallel: int | None = None
-    gsm8k: str | None = None
-    workload: str | None = None
-    mix: str | None = None
-    regime: tuple[str, ...] = ()
-    questions: int | None = None
-    max_tokens: int | None = None
-    time_scale: float | None = None
-    noise: float = 0.02
-    sim_faults: str | None = None
-    sim_profiles: Path | None = None
     trial_timeout: float | None = None
-    startup_timeout: float | None = None
     final_questions: int | None = None
     search_questions: int | None = None
     early_stop: float = 0.0
     break_lock: bool = False
-    check_engine: bool = True
-    workdir: Path = Path("trials/runs")
-    api_key: str | None = None
-
-    @classmethod
-    def from_cli_args(cls, params: dict[str, Any]) -> SweepArgs:
-        """From Click's parameters (paths may arrive as text from a ``--config`` file);
-        a parameter this record lacks is a programming error, not a user's."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(params) - known
-        if unknown:
-            raise TypeError(f"SweepArgs has no field for {sorted(unknown)}")
-        values = {k: v for k, v in params.items() if v is not None}
-        for key in ("space_file", "config", "workdir", "sim_profiles"):
-            if key in values:
-                values[key] = Path(values[key])
-        values["regime"] = tuple(values.get("regime") or ())
-        return cls(**values)
 
     @property
     def trial_budget(self) -> int | None:

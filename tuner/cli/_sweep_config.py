@@ -5,7 +5,8 @@ The file is a mapping from option names (``trials``, ``ray-address`` or ``ray_ad
 and ``space`` for the SPACE argument) to values. Each value must have the option's own type,
 as YAML wrote it (:func:`type_problem`: ``trials: true`` is not 1, ``storage: 5`` not a file
 named ``5``, ``break-lock: "yes"`` not true), then is checked as the option itself checks it
-(and ``workload``, ``mix`` and ``regime`` as the sweep parses them); a bad key or value is a
+(and ``workload``, ``mix`` and ``regime`` by :meth:`~tuner.cli._args.WorkloadArgs.check`, the
+sweep's own parse); a bad key or value is a
 located error (file, line, key, what was expected), exit 2.
 Relative paths are relative to the file's folder, so a night file works from anywhere. The
 API key is refused (a night file is shared and committed; use ``TUNER_API_KEY``).
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from tuner.cli._args import WorkloadArgs
 
 
 #: Options whose values are file or folder paths (resolved against the file's folder).
@@ -73,24 +76,6 @@ def type_problem(annotation: Any, value: Any) -> str | None:
     return f"expected {name}, got {value!r} ({_kind(value)}){hint}"
 
 
-def _check_value(key: str, value: Any) -> None:
-    """The sweep's own parse of ``workload``, ``mix`` and ``regime`` values, done now so
-    that a bad one is located in the file (UserError)."""
-    from tuner.cli._common import parse_mix
-    from tuner.cli._common import parse_regime
-    from tuner.errors import UserError
-
-    if key == "mix":
-        parse_mix(value)
-    elif key == "regime":
-        parse_regime(value)
-    elif key == "workload":
-        from tuner.workloads import KINDS
-
-        if value not in KINDS:
-            raise UserError(f"unknown workload {value!r}; expected one of {', '.join(KINDS)}")
-
-
 def read_config(ctx: typer.Context, params: list[Any], path: Path) -> dict[str, Any]:
     """The options in the file at ``path``, converted and checked like the command line's."""
     from tuner.errors import SpaceError
@@ -133,7 +118,7 @@ def read_config(ctx: typer.Context, params: list[Any], path: Path) -> dict[str, 
             if problem is not None:
                 raise where(problem, item=item)
             try:
-                _check_value(key, v)
+                WorkloadArgs.check(key, v)
             except UserError as exc:
                 raise where(str(exc), item=item) from None
         try:

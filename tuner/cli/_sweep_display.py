@@ -9,9 +9,16 @@ Counts cover the whole study, so a resumed sweep shows what earlier runs did too
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.sweep import Progress
+
+
+if TYPE_CHECKING:
+    import optuna
+    from rich.console import Console
+    from rich.live import Live
 
 
 def _hms(seconds: float) -> str:
@@ -92,14 +99,14 @@ def live_view(p: Progress, now: float) -> Any:
 
 
 class Display:
-    def __init__(self, console: Any, *, interactive: bool, simulated: bool) -> None:
+    def __init__(self, console: Console, *, interactive: bool, simulated: bool) -> None:
         self.console = console
         self.interactive = interactive
         self.simulated = simulated
         self._last = ""
         self._done = -1
         self._notes = 0
-        self._live: Any = None
+        self._live: Live | None = None
         self._progress: Progress | None = None
 
     def __enter__(self) -> Display:
@@ -113,7 +120,7 @@ class Display:
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.__exit__(*exc)
+            self._live.stop()
 
     def _render(self) -> Any:
         from rich.text import Text
@@ -136,7 +143,7 @@ class Display:
         self._notes = len(p.notes)
 
 
-def print_front(console: Any, study: Any, *, simulated: bool) -> None:
+def print_front(console: Console, study: optuna.Study, *, simulated: bool) -> None:
     """The pick and the front as `tuner report` shows them (:func:`tuner.report.
     print_answer`)."""
     from tuner.report import collect

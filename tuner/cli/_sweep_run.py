@@ -6,11 +6,22 @@ parses and hands over."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import typer
 
 from tuner.cli._sweep_args import SweepArgs
+
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tuner.cli._engine_options import EngineChoice
+    from tuner.space import SearchSpace
+    from tuner.space import Workload
+    from tuner.study import StudyLocation
+    from tuner.sweep import Driver
 
 
 def origin(ctx: typer.Context, name: str) -> str:
@@ -47,7 +58,7 @@ def check_workdir(folder: Path) -> None:
     the baseline first); checked without leaving it behind (the launches create it), so a
     later refusal leaves nothing."""
     from tuner.cli._common import writing
-    from tuner.study import try_folder
+    from tuner.study.storages import try_folder
 
     with writing("--workdir", folder):
         try_folder(folder)
@@ -76,7 +87,7 @@ def check_ray_address(address: str | None) -> None:
         check_address(address)       # before the study is touched
 
 
-def _workload(ctx: typer.Context, o: SweepArgs, space: Any
+def _workload(ctx: typer.Context, o: SweepArgs, space: SearchSpace
               ) -> tuple[Any, int | None, str | None]:
     """The workload of each launch, checked (its data read now), and the final accuracy
     sample's size with the sentence that states it (None: the user's, or none)."""
@@ -116,7 +127,7 @@ def _workload(ctx: typer.Context, o: SweepArgs, space: Any
     return wl, final, None
 
 
-def not_checked_note(wl: Any) -> str:
+def not_checked_note(wl: Workload) -> str:
     """The header's line for a sweep of a workload that is not GSM8K without a final
     accuracy sample."""
     from tuner.workloads import KINDS
@@ -128,7 +139,7 @@ def not_checked_note(wl: Any) -> str:
             "that costs accuracy can be exported")
 
 
-def final_questions_note(wl: Any, final_questions: int | None) -> str | None:
+def final_questions_note(wl: Workload, final_questions: int | None) -> str | None:
     """What to say at the start when ``--final-questions N`` is given for a workload that is
     not GSM8K: the N GSM8K questions are answered beside it (the default's own sentence is
     :func:`tuner.sweep.beside_final_size`'s). None when it is GSM8K's own, or 0."""
@@ -149,7 +160,7 @@ def run_sweep(ctx: typer.Context) -> None:
     from tuner.cli._engine_options import choose_engine
     from tuner.cli._engine_options import engine_capabilities
     from tuner.study import locate
-    from tuner.study import slug
+    from tuner.study.storages import slug
     from tuner.sweep import Driver
     from tuner.sweep import SweepSettings
     from tuner.trial import TrialOptions
@@ -197,7 +208,7 @@ def run_sweep(ctx: typer.Context) -> None:
         o.artifacts)
 
 
-def _start_notes(out: Any, space: Any, choice: Any, wl: Any,
+def _start_notes(out: Console, space: SearchSpace, choice: EngineChoice, wl: Workload,
                  final: list[str | None]) -> None:
     """What the sweep says before its header: the final sample (``final``: the default's
     statement or "accuracy not checked", and the statement of a given ``--final-questions``
@@ -227,7 +238,8 @@ def _runner_factory(ray_address: str | None, parallel: int | None, *, gpu: bool)
     return runner
 
 
-def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: Any,
+def _run(out: Console, choice: EngineChoice, space: SearchSpace, name: str,
+         location: StudyLocation, driver: Driver,
          interactive: bool, storage: str | None = None, artifacts: str | None = None) -> None:
     """Header, live progress, the front at the end, then the commands that read the study;
     Ctrl-C exits 130 (resume later)."""
@@ -235,7 +247,7 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
 
     from tuner.cli._sweep_display import Display
     from tuner.cli._sweep_display import print_front
-    from tuner.study import redact_url
+    from tuner.study.storages import redact_url
 
     if choice.note:
         out.print(f"[yellow]{choice.note}[/]")
@@ -278,7 +290,7 @@ def _run(out: Any, choice: Any, space: Any, name: str, location: Any, driver: An
 def resolved_options(ctx: typer.Context) -> dict[str, Any]:
     """The options this sweep ran with (command line over --config file over defaults), as
     stored with the study: no API key, the storage URL without its password."""
-    from tuner.study import redact_url
+    from tuner.study.storages import redact_url
 
     out: dict[str, Any] = {}
     for name, value in ctx.params.items():

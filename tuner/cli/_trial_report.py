@@ -7,6 +7,8 @@ from typing import Any
 
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tuner.trial import TrialResult
 
 
@@ -139,7 +141,7 @@ def regime_table(r: TrialResult) -> Any:
     return t
 
 
-def _print_launch(out: Any, r: TrialResult) -> None:
+def _print_launch(out: Console, r: TrialResult) -> None:
     """The launch's start-up (its time to healthy, or to its failure) and what the
     unified-memory guard saw of the host."""
     s = r.timings.startup_s
@@ -159,7 +161,7 @@ def _print_launch(out: Any, r: TrialResult) -> None:
                   f"{m.margin_gib:.1f} GiB", highlight=False)
 
 
-def _print_gate(out: Any, r: TrialResult) -> None:
+def _print_gate(out: Console, r: TrialResult) -> None:
     g = r.gate
     if g is None:
         return

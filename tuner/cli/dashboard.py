@@ -96,11 +96,11 @@ def dashboard(
     from optuna_dashboard import wsgi
 
     from tuner.cli._common import console
-    from tuner.study import DASHBOARD_STUDY_ID
-    from tuner.study import dashboard_storage
     from tuner.study import open_study
-    from tuner.study import redact_url
-    from tuner.study import study_id
+    from tuner.study.storages import DASHBOARD_STUDY_ID
+    from tuner.study.storages import dashboard_storage
+    from tuner.study.storages import redact_url
+    from tuner.study.storages import study_id
 
     st, loc = open_study(study, storage, artifacts)
     store = FileSystemArtifactStore(str(loc.artifacts))

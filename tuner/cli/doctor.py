@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import typer
+
+
+if TYPE_CHECKING:
+    from tuner.engines import Capabilities
+    from tuner.engines import Support
+    from tuner.space import SearchSpace
 
 
 def doctor(
@@ -38,7 +45,8 @@ def doctor(
             "sglang", "serve"]
     caps = inspect_engine(command)
     supports = knob_support(space, caps) if (space is not None and caps.found) else []
-    supports += _speculation(space, caps, eng.name) if space is not None and caps.found else []
+    if space is not None and caps.found:
+        supports += _speculation(space, caps, eng.simulated)
     if json_:
         typer.echo(json.dumps({
             "command": command, "found": caps.found, "reason": caps.reason,
@@ -56,7 +64,7 @@ def doctor(
         raise typer.Exit(1)
 
 
-def _speculation(space: Any, caps: Any, engine_name: str) -> list[Any]:
+def _speculation(space: SearchSpace, caps: Capabilities, simulated: bool) -> list[Support]:
     """Rows for the block-draft algorithms the space launches (does the engine serve
     them?) and for its draft models (can they be loaded here?)."""
     from tuner.engines import Support
@@ -67,7 +75,7 @@ def _speculation(space: Any, caps: Any, engine_name: str) -> list[Any]:
     rows = [Support(f"(algorithm) {a.name}", *algorithm_support(caps, a.name, a.block_flag))
             for a in block_drafts_of(space)]
     for name, draft in space.spec.model.drafts.items():
-        if engine_name.startswith("sim"):
+        if simulated:
             rows.append(Support(f"(draft) {name}", "supported", f"{draft.path}: the "
                                 "simulator needs no weights (its profile stands for them)"))
         else:
@@ -91,7 +99,8 @@ def _choose(engine: str, engine_command: str | None) -> tuple[Any, str | None]:
     return make_engine(engine, command=split_command(engine_command)), note
 
 
-def _print(command: list[str], caps: Any, space: Any, supports: list[Any],
+def _print(command: list[str], caps: Capabilities, space: SearchSpace | None,
+           supports: list[Support],
            note: str | None) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -122,7 +131,7 @@ def _print(command: list[str], caps: Any, space: Any, supports: list[Any],
     if space is not None and space.spec.engine.version != caps.version:
         out.print(f"[yellow]note[/yellow] the space was written for "
                   f"{space.spec.engine.name} {space.spec.engine.version}")
-    if supports:
+    if supports and space is not None:
         table = Table(title=f"knobs of {space.name}")
         for col in ("knob", "status", "detail"):
             table.add_column(col)

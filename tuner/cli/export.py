@@ -32,15 +32,15 @@ def export(
     from tuner.export import write_profile
     from tuner.space import Gate
     from tuner.space import parse_space
-    from tuner.study import baseline_trial
     from tuner.study import context_of
-    from tuner.study import largest_capacity
     from tuner.study import open_study
-    from tuner.study import redact_url
-    from tuner.study import slug
     from tuner.study import study_answer
     from tuner.study import summaries
     from tuner.study import trial_at
+    from tuner.study.pooled import largest_capacity
+    from tuner.study.storages import baseline_trial
+    from tuner.study.storages import redact_url
+    from tuner.study.storages import slug
 
     st, loc = open_study(study, storage, artifacts)
     rows = summaries(st)                  # read once: a study may hold 10,000s of trials
@@ -88,7 +88,7 @@ def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
     """The configuration to export and, for ``--regime``, what the profile records of it."""
     from tuner.errors import UserError
     from tuner.study import regime_answers
-    from tuner.study import regime_named
+    from tuner.study.regimes import regime_named
 
     if regime is None:
         return answer.choose(pick), None

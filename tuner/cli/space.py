@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+
+if TYPE_CHECKING:
+    from tuner.space import SearchSpace
 
 
 app = typer.Typer(help="Check or describe a search-space file.", no_args_is_help=True)
@@ -69,7 +73,7 @@ def show(file: Path = typer.Argument(..., help="search-space YAML file")) -> Non
               f"(raw product {space.raw_size():,.0f})")
 
 
-def _knob_table(space: Any, width: int) -> str:
+def _knob_table(space: SearchSpace, width: int) -> str:
     """One block per knob: its name, domain and baseline, then when it is active, what it
     sends and how its effect is proven, wrapped by word at ``width`` (a table of six
     columns cut words at 80 columns)."""

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
+from tuner.cli import _args as args
 from tuner.cli import _engine_options as sim_options
 from tuner.cli._common import finite
-from tuner.cli._common import header_value
 from tuner.cli._sweep_config import apply_config
 
 
@@ -29,8 +29,8 @@ def sweep(
                                 help="a YAML file of sweep options (trials: 200, "
                                 "ray-address: auto, ...; space: for SPACE); the command line "
                                 "overrides it (docs/sweep.md)"),
-    engine: str = typer.Option("auto", help="auto, sglang, or sim[:fork|stock|fork-unshared]"),
-    engine_command: str = typer.Option(None, help="SGLang entry point (default: the space's)"),
+    engine: str = args.ENGINE,
+    engine_command: str = args.ENGINE_COMMAND,
     storage: str = typer.Option(None, help="Optuna storage URL (sqlite:///..., "
                                 "postgresql://...) or a journal file path; default "
                                 "trials/<study>.db"),
@@ -52,10 +52,8 @@ def sweep(
                                     "in local processes"),
     parallel: int = typer.Option(None, min=1, help="trials at once (default: free GPUs, or "
                                  "half the CPUs for the simulator)"),
-    gsm8k: str = typer.Option(None, envvar="TUNER_GSM8K", help="folder with GSM8K "
-                              "test.jsonl and train.jsonl, or 'online'"),
-    workload: str = typer.Option(None, help="gsm8k (math), code, chat, mix, synthetic or "
-                                 "jsonl (default: the space's workload.kind)"),
+    gsm8k: str = args.GSM8K,
+    workload: str = args.WORKLOAD,
     mix: str = typer.Option(None, help="tune for a mix of content classes, weighting each "
                             "class's TPOT by its share: e.g. code=0.6,chat=0.4 (classes "
                             "math, code, chat)"),
@@ -66,7 +64,7 @@ def sweep(
                                      "p95_tpot_ms=120"),
     questions: int = typer.Option(None, min=1, help="requests measured per trial (the GSM8K "
                                   "subset size; a mix's total)"),
-    max_tokens: int = typer.Option(None, min=1, help="generation cap per request"),
+    max_tokens: int = args.MAX_TOKENS,
     time_scale: float = sim_options.TIME_SCALE,
     noise: float = sim_options.NOISE,
     sim_faults: str = sim_options.SIM_FAULTS,
@@ -94,12 +92,9 @@ def sweep(
                                      "speculation collapsed (0: off; e.g. 0.25)"),
     break_lock: bool = typer.Option(False, help="take over a study whose driver died on "
                                     "another host"),
-    check_engine: bool = typer.Option(True, help="check the engine's flags and env vars "
-                                      "first (tuner doctor)"),
-    workdir: Path = typer.Option(Path("trials/runs"), help="where server logs go"),
-    api_key: str = typer.Option(None, envvar="TUNER_API_KEY", callback=header_value,
-                                help="start servers with this --api-key and send it (or "
-                                "TUNER_API_KEY); never stored"),
+    check_engine: bool = args.CHECK_ENGINE,
+    workdir: Path = args.WORKDIR,
+    api_key: str = args.API_KEY,
 ) -> None:
     """Search the space: trial 0 is the baseline, then the sampler proposes; every trial is
     launched, proven, measured and gated; the study survives crashes and resumes.

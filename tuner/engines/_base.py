@@ -15,11 +15,15 @@ Contract of every implementation:
   flag or value the engine would reject.
 * :meth:`Engine.protocol` speaks the running server's API (:class:`ServerProtocol`): every
   endpoint and field name of the engine lives there, none in the trial pipeline.
+* :meth:`ServerProtocol.stream` reports each request's verify rounds in the engine-neutral
+  :class:`Completion` (``verify_rounds``; its ``accept_length``), so the trial pipeline
+  reads no engine field name.
 * :meth:`Engine.profile_files` writes what serves a measured plan again (SGLang: a
   ``--config`` YAML, an env file and ``launch.sh``).
 
-``tuner.testing.engine_contract`` is the shared test suite every implementation passes
-(docs/architecture.md: what a second engine adds).
+An engine is built by name through the registry (``tuner.engines._registry``: one
+``register`` call). ``tuner.testing.engine_contract`` is the shared test suite every
+implementation passes (docs/architecture.md: what a second engine adds).
 """
 
 from __future__ import annotations
@@ -109,6 +113,11 @@ class Completion:
     verify_rounds: int | None = None      # speculative verify rounds of this request
     finish_reason: str | None = None
 
+    @property
+    def accept_length(self) -> float | None:
+        """Tokens accepted per verify round (None: the request was not speculative)."""
+        return self.completion_tokens / self.verify_rounds if self.verify_rounds else None
+
 
 class ServerProtocol(abc.ABC):
     """How the tool talks to a running server of one engine: readiness, the settings it
@@ -176,6 +185,9 @@ class Engine(abc.ABC):
 
     #: Short name shown to people and stored with results (``sglang``, ``sim``).
     name: str
+    #: Whether its servers answer from a model (the simulator) rather than a GPU: results
+    #: say so, and their figures are machine time (``time_scale``).
+    simulated: bool = False
     #: Machine seconds per wall second of this engine's servers, as far as it is known
     #: before a server says (the simulator's time scale; 1 for a real engine). A running
     #: server's own figure (:meth:`ServerProtocol.time_scale`) takes its place; a start-up

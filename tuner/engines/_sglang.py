@@ -80,9 +80,11 @@ class SGLangEngine(Engine):
     def __init__(self, command: list[str] | None = None, *, name: str = "sglang",
                  extra_env: dict[str, str] | None = None,
                  plan_env: Callable[[SearchSpace], dict[str, str]] | None = None,
-                 hosts: SimulatedHosts | None = None, time_scale: float = 1.0) -> None:
+                 hosts: SimulatedHosts | None = None, time_scale: float = 1.0,
+                 simulated: bool = False) -> None:
         self.command = list(command) if command else None
         self.name = name
+        self.simulated = simulated
         self.extra_env = dict(extra_env or {})
         self._plan_env = plan_env
         self.hosts = hosts

@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import yaml
@@ -23,14 +24,22 @@ from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.study import Configuration
-from tuner.study import artifact_metas
 from tuner.study import study_answer
 from tuner.study import trial_at
+from tuner.study.storages import artifact_metas
 from tuner.trial import TrialResult
 from tuner.trial import clock_label
 
 
-def pick_trial(study: Any, pick: str, trials: list[Any] | None = None) -> Any:
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+    from tuner.study import TrialSummary
+
+
+def pick_trial(study: optuna.Study, pick: str, trials: list[TrialSummary] | None = None
+               ) -> FrozenTrial:
     """The first trial of the configuration ``pick`` names (:meth:`tuner.study.Answer.
     choose`). ``trials``: the study's summaries when the caller has them."""
     return trial_at(study, study_answer(study, trials).choose(pick).number)
@@ -40,7 +49,7 @@ class MissingArtifacts(UserError):
     """A trial's result artifact is not where the study says it is."""
 
 
-def load_result(study: Any, trial: Any, artifact_dir: Path) -> TrialResult:
+def load_result(study: optuna.Study, trial: FrozenTrial, artifact_dir: Path) -> TrialResult:
     """The TrialResult JSON stored as an artifact of ``trial``."""
     import tempfile
 
@@ -238,7 +247,8 @@ def _tuned_for(workload: dict[str, Any]) -> str:
             "flight")
 
 
-def result_of(study: Any, trial: Any, artifact_dir: Path) -> tuple[TrialResult, str | None]:
+def result_of(study: optuna.Study, trial: FrozenTrial, artifact_dir: Path
+              ) -> tuple[TrialResult, str | None]:
     """``trial``'s stored TrialResult; when its artifacts are gone, one rebuilt from the
     study (:mod:`tuner.export._replan`) and a note saying so (else None)."""
     from tuner.export._replan import replanned_result

@@ -8,13 +8,18 @@ was measured; export says so when it uses one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tuner.errors import UserError
 from tuner.trial import TrialResult
 
 
-def replanned_result(study: Any, trial: Any) -> TrialResult:
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+
+def replanned_result(study: optuna.Study, trial: FrozenTrial) -> TrialResult:
     """``trial``'s TrialResult rebuilt from the study (module docstring); a UserError
     when the study lacks what that needs (a stored space, the trial's configuration)."""
     import shlex

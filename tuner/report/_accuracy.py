@@ -19,7 +19,7 @@ from tuner.errors import counted
 from tuner.space import Gate
 from tuner.study import Role
 from tuner.study import TrialSummary
-from tuner.study import final_baseline_runs
+from tuner.study.pooled import final_baseline_runs
 
 
 POWER = 0.8

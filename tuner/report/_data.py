@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pandas as pd
@@ -34,6 +35,10 @@ from tuner.study import study_answer
 from tuner.study import summaries
 from tuner.trial import DERIVED_TWIN
 from tuner.trial import clock_label
+
+
+if TYPE_CHECKING:
+    import optuna
 
 
 @dataclass
@@ -169,7 +174,7 @@ def _row(c: Configuration) -> dict[str, Any]:
     }
 
 
-def collect(study: Any) -> StudyData:
+def collect(study: optuna.Study) -> StudyData:
     every = summaries(study)
     answer = study_answer(study, every)
     knobs = list(dict.fromkeys(k for c in answer.configurations for k in c.served_config))
@@ -201,7 +206,7 @@ def _twin(every: list[Any]) -> str | None:
     return DERIVED_TWIN if any(s.twin == DERIVED_TWIN for s in every) else None
 
 
-def workload_text(study: Any) -> str:
+def workload_text(study: optuna.Study) -> str:
     """What the study's trials were measured on, in words (empty when unrecorded)."""
     from tuner.space import Workload
 
@@ -209,7 +214,7 @@ def workload_text(study: Any) -> str:
     return wl.describe_content() if wl is not None else ""
 
 
-def _gate(study: Any) -> Any:
+def _gate(study: optuna.Study) -> Any:
     """The gate the sweep applied: the stored space's (the defaults when it has none)."""
     from tuner.errors import UserError
     from tuner.space import Gate
@@ -238,7 +243,8 @@ def _typed(df: pd.DataFrame, knobs: list[str], front: frozenset[int],
     return df
 
 
-def tpot_importance(study: Any, df: pd.DataFrame, min_configs: int = 6) -> dict[str, float]:
+def tpot_importance(study: optuna.Study, df: pd.DataFrame, min_configs: int = 6
+                    ) -> dict[str, float]:
     """Each sampled knob's importance for TPOT over the measured configurations (feasible
     and gated, pooled TPOT), by Optuna's PED-ANOVA (no scikit-learn needed; conditional
     knobs included); empty below ``min_configs`` configurations."""

@@ -8,6 +8,7 @@ against accuracy), as a table and, on the HTML page, a plot.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pandas as pd
@@ -16,7 +17,11 @@ from tuner.errors import counted
 from tuner.report._data import StudyData
 from tuner.report._data import differs
 from tuner.study import RegimeAnswer
-from tuner.study import RegimeRow
+from tuner.study.regimes import RegimeRow
+
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _figures(r: RegimeRow) -> dict[str, Any]:
@@ -135,7 +140,7 @@ def regime_sentence(data: StudyData) -> str | None:
     return "; ".join(parts)
 
 
-def print_regimes(out: Any, data: StudyData) -> None:
+def print_regimes(out: Console, data: StudyData) -> None:
     """The regime table and sentence (nothing when the study measured no regimes)."""
     from rich.table import Table
 

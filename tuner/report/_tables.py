@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pandas as pd
@@ -9,6 +10,10 @@ import pandas as pd
 from tuner.report._data import StudyData
 from tuner.report._data import differs
 from tuner.report._regimes import print_regimes
+
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _num(v: Any) -> Any:
@@ -156,7 +161,8 @@ def _fmt(v: Any, spec: str) -> str:
     return "-" if _num(v) is None else format(_num(v), spec)
 
 
-def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataFrame) -> None:
+def print_tables(out: Console, data: StudyData, front: pd.DataFrame, board: pd.DataFrame
+                 ) -> None:
     from rich.table import Table
 
     clock = f"; {data.clock}" if data.simulated else ""
@@ -212,7 +218,7 @@ def print_tables(out: Any, data: StudyData, front: pd.DataFrame, board: pd.DataF
         out.print(t)
 
 
-def print_answer(out: Any, data: StudyData) -> None:
+def print_answer(out: Console, data: StudyData) -> None:
     """The end of a sweep: the pick and the front as `tuner report` shows them (same TPOT,
     interval, launches and verdict), readable at 80 columns: the table holds the figures,
     each configuration follows on its own wrapped line."""
@@ -246,7 +252,7 @@ def print_answer(out: Any, data: StudyData) -> None:
         out.print(data.overhead.sentence(), highlight=False)
 
 
-def _plain_table(out: Any, title: str, df: pd.DataFrame) -> None:
+def _plain_table(out: Console, title: str, df: pd.DataFrame) -> None:
     """``df`` as a rich table of its cells as text; nothing when it is empty."""
     from rich.table import Table
 

@@ -80,7 +80,7 @@ class EngineMeta(_Strict):
     """The engine the space was written for."""
 
     name: str = Field(default="sglang", description="an engine adapter's name "
-                      "(tuner.engines.ENGINES)")
+                      "(tuner.engines.space_engines())")
     version: str = "0.5.23"
     command: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=lambda: ["sglang", "serve"], min_length=1,

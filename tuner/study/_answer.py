@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.errors import counted
@@ -43,6 +44,10 @@ from tuner.study._pooled import final_verified
 from tuner.study._pooled import shares
 from tuner.study._summary import Role
 from tuner.study._summary import TrialSummary
+
+
+if TYPE_CHECKING:
+    import optuna
 
 
 #: Kinds of configuration, in the order a table lists them.
@@ -367,7 +372,7 @@ def answer_of(summaries: list[TrialSummary], with_accuracy: bool) -> Answer:
         left_off=beaten_by)
 
 
-def study_answer(study: Any, summaries: list[TrialSummary] | None = None) -> Answer:
+def study_answer(study: optuna.Study, summaries: list[TrialSummary] | None = None) -> Answer:
     """:func:`answer_of` a stored Optuna study (``summaries``: when the caller read them)."""
     from tuner.study._summary import summaries as read
 

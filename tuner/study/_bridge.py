@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.space import SearchSpace
+
+
+if TYPE_CHECKING:
+    import optuna
 
 
 def distribution(space: SearchSpace, name: str) -> Any:
@@ -21,7 +26,7 @@ def distribution(space: SearchSpace, name: str) -> Any:
     return FloatDistribution(k.low, k.high, step=k.step)
 
 
-def suggest(space: SearchSpace, trial: Any) -> dict[str, Any]:
+def suggest(space: SearchSpace, trial: optuna.Trial) -> dict[str, Any]:
     """Sample every active knob in condition order; inactive knobs are never suggested.
 
     A capacity knob is not sampled: it takes the value an enqueued capacity probe carries

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.errors import UserError
@@ -44,6 +45,11 @@ from tuner.study._transaction import one_transaction
 from tuner.trial import TrialResult
 
 
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+
 #: Failures a second launch may not repeat (no out-of-memory, refused flag or mismatch
 #: behind them): retried once before they count.
 FLAKY_REASONS = ("launch_error", "startup_timeout")
@@ -64,7 +70,7 @@ class Proposal:
     kind: str
     config: Config | None = None
     config_hash: str | None = None
-    trial: Any = field(default=None, repr=False)
+    trial: optuna.Trial | None = field(default=None, repr=False)
     #: a finals launch on the final accuracy sample, and the trial it launches again
     final_sample: bool = False
     remeasure_of: int | None = None
@@ -114,7 +120,7 @@ class SweepStudy:
         turn, and at 10,000 trials summarising them all each time cost seconds per trial."""
         return [self._summary(t) for t in self.study.get_trials(deepcopy=False)]
 
-    def _summary(self, trial: Any) -> TrialSummary:
+    def _summary(self, trial: FrozenTrial) -> TrialSummary:
         s = self._finished.get(trial.number)
         if s is None:
             s = summarize(trial)
@@ -292,6 +298,7 @@ class SweepStudy:
     def _record(self, proposal: Proposal, result: TrialResult, requeue: bool) -> str:
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
+        assert proposal.trial is not None, "a proposal is recorded through its trial"
         flaky = not requeue and self._flaky(proposal, result)
         # a lost worker measured nothing: ``recovered`` (neither counted nor a failure of
         # the configuration, no stand-in), queued once more like a dead driver's trial
@@ -342,6 +349,7 @@ class SweepStudy:
         launched once more before it counts as a failure: the failed trial stays, marked
         ``retried`` (neither measured nor a failure stand-in), and the retry carries
         ``flaky_retry_of``; a retry that fails again counts."""
+        assert proposal.trial is not None
         return (result.status == "failed" and result.reason in FLAKY_REASONS
                 and proposal.role != Role.REMEASURE
                 and "flaky_retry_of" not in proposal.trial.user_attrs)
@@ -350,6 +358,7 @@ class SweepStudy:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
         a failure nor counted; FAIL it as ``recovered`` and queue the configuration again,
         as :meth:`recover` does for a dead driver's trials."""
+        assert proposal.trial is not None
         self._requeue_unmeasured(proposal.trial, proposal.role.value, why)
         self._inflight.pop(proposal.config_hash or "", None)
 
@@ -365,7 +374,7 @@ class SweepStudy:
         self._waiting.clear()
 
     # -- inside -----------------------------------------------------------------------------
-    def _requeue_unmeasured(self, trial: Any, role: str, why: str) -> None:
+    def _requeue_unmeasured(self, trial: optuna.Trial | FrozenTrial, role: str, why: str) -> None:
         """FAIL a trial that never got measured as ``recovered`` (neither a failure nor
         counted) and queue its configuration again. ``trial``: a running or frozen trial."""
         from optuna.trial import TrialState
@@ -379,7 +388,7 @@ class SweepStudy:
             self.study.tell(trial.number, state=TrialState.FAIL)
             self._enqueue_retry(trial, role)
 
-    def _enqueue_retry(self, trial: Any, role: str) -> None:
+    def _enqueue_retry(self, trial: optuna.Trial | FrozenTrial, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
         # a finals launch stays one
         for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics", "speed"):
@@ -387,5 +396,5 @@ class SweepStudy:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)
 
-    def _copy(self, trial: Any, earlier_number: int) -> None:
+    def _copy(self, trial: optuna.Trial, earlier_number: int) -> None:
         copy_result(self.study, trial, earlier_number)

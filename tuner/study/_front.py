@@ -10,10 +10,13 @@ from tuner.study._record import trial_at
 
 
 if TYPE_CHECKING:
+    import optuna
+
     from tuner.study._answer import Configuration
+    from tuner.study._summary import TrialSummary
 
 
-def feasible_front(study: Any, refused: list[dict[str, Any]] | None = None) -> list[Any]:
+def feasible_front(study: optuna.Study, refused: list[dict[str, Any]] | None = None) -> list[Any]:
     """The Pareto front (min TPOT, max accuracy) of the feasible, measured trials: never
     failure stand-ins, copied repeats, the finals' re-measurements or gated trials.
 
@@ -47,7 +50,8 @@ def feasible_front(study: Any, refused: list[dict[str, Any]] | None = None) -> l
     return sorted(out, key=lambda t: t.number)
 
 
-def feasible_best(study: Any, trials: list[Any] | None = None) -> Any | None:
+def feasible_best(study: optuna.Study, trials: list[TrialSummary] | None = None
+                  ) -> Any | None:
     """The pick's first trial (None before one exists): :class:`tuner.study.Answer`'s
     pick, so the driver, the report and export name the same one. Before the finals: the
     fastest of the feasible front. After: the configuration the finals confirmed

@@ -16,12 +16,17 @@ import time
 import uuid
 from datetime import UTC
 from datetime import datetime
+from typing import TYPE_CHECKING
 from typing import Any
 
 import psutil
 
 from tuner.errors import UserError
 from tuner.processes import process_alive
+
+
+if TYPE_CHECKING:
+    import optuna
 
 
 KEY = "tuner:driver_lock"
@@ -51,7 +56,7 @@ def is_stale(info: dict[str, Any], now: float | None = None) -> bool:
 
 
 class DriverLock:
-    def __init__(self, study: Any, *, lease_s: float = 60.0) -> None:
+    def __init__(self, study: optuna.Study, *, lease_s: float = 60.0) -> None:
         self.study = study
         self.lease_s = lease_s
         self.token = uuid.uuid4().hex

@@ -16,12 +16,17 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import trial_at
 from tuner.study._summary import Role
 from tuner.study._summary import TrialSummary
 from tuner.study._summary import summaries
+
+
+if TYPE_CHECKING:
+    import optuna
 
 
 @dataclass(frozen=True)
@@ -65,10 +70,14 @@ def _interval(values: list[float], fallback: list[float] | None) -> tuple[float,
     return mean, mean
 
 
-def estimates(study: Any, trials: list[TrialSummary] | None = None) -> dict[int, Estimate]:
+def estimates(study: optuna.Study | None, trials: list[TrialSummary] | None = None
+              ) -> dict[int, Estimate]:
     """Trial number -> :class:`Estimate`, for every COMPLETE measured trial (baseline or
     trial role)."""
-    rows = trials if trials is not None else summaries(study)
+    if trials is None:
+        assert study is not None, "the study or its summaries"
+        trials = summaries(study)
+    rows = trials
     again: dict[int, list[TrialSummary]] = {}
     for s in rows:
         if s.role == Role.REMEASURE and s.state == "COMPLETE" and s.tpot_ms and (
@@ -100,11 +109,14 @@ def behind_within_noise(slower: Estimate, faster: Estimate, spread: list[Estimat
     return slower.tpot_ms - faster.tpot_ms < se
 
 
-def feasible_estimates(study: Any, trials: list[TrialSummary] | None = None
+def feasible_estimates(study: optuna.Study | None, trials: list[TrialSummary] | None = None
                        ) -> dict[int, Estimate]:
     """:func:`estimates` of the feasible measured trials only (what a pick, the finals and
     a tie are chosen among)."""
-    rows = trials if trials is not None else summaries(study)
+    if trials is None:
+        assert study is not None, "the study or its summaries"
+        trials = summaries(study)
+    rows = trials
     feasible = _feasible(rows)
     return {n: e for n, e in estimates(study, rows).items() if n in feasible}
 
@@ -161,7 +173,7 @@ def _feasible(rows: list[TrialSummary]) -> set[int]:
             and not (failed and shares(s.config, failed))}
 
 
-def largest_capacity(study: Any, number: int, trials: list[TrialSummary] | None = None
+def largest_capacity(study: optuna.Study, number: int, trials: list[TrialSummary] | None = None
                      ) -> Any | None:
     """The finals' confirmation launch of trial ``number`` that served with the largest
     capacity setting (a larger KV pool at the same speed), or None when none raised it
@@ -173,11 +185,14 @@ def largest_capacity(study: Any, number: int, trials: list[TrialSummary] | None 
     return trial_at(study, best.number) if best is not None else None
 
 
-def ties_with(study: Any, number: int, trials: list[TrialSummary] | None = None
+def ties_with(study: optuna.Study, number: int, trials: list[TrialSummary] | None = None
               ) -> list[int]:
     """Feasible measured configurations whose TPOT interval overlaps trial ``number``'s
     (the data cannot say which is faster), fastest first."""
-    rows = trials if trials is not None else summaries(study)
+    if trials is None:
+        assert study is not None, "the study or its summaries"
+        trials = summaries(study)
+    rows = trials
     every, feasible = estimates(study, rows), _feasible(rows)
     me = every.get(number)          # the pick itself may be any measured trial (trial:N)
     if me is None:

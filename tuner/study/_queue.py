@@ -4,7 +4,7 @@ queued; a repeat of a measured configuration is told the earlier result)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tuner.space import SearchSpace
 from tuner.study._bridge import suggest
@@ -16,7 +16,11 @@ from tuner.study._summary import Role
 from tuner.study._transaction import one_transaction
 
 
-def has_queued(study: Any) -> bool:
+if TYPE_CHECKING:
+    import optuna
+
+
+def has_queued(study: optuna.Study) -> bool:
     """Whether ``study`` has a trial queued (WAITING: the baseline, a retry, a launch a
     dead or stopped driver left)."""
     from optuna.trial import TrialState
@@ -24,7 +28,7 @@ def has_queued(study: Any) -> bool:
     return bool(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
 
 
-def cancel_queued(study: Any, space: SearchSpace, why: str) -> list[int]:
+def cancel_queued(study: optuna.Study, space: SearchSpace, why: str) -> list[int]:
     """FAIL every trial still queued when the sweep ends (its budget spent), as
     ``recovered`` and ``cancelled`` with ``why``: never measured, so neither counted nor a
     failure of its configuration; its parameters are set, so it shows what it would have
@@ -45,7 +49,7 @@ def cancel_queued(study: Any, space: SearchSpace, why: str) -> list[int]:
     return numbers
 
 
-def copy_result(study: Any, trial: Any, earlier_number: int) -> None:
+def copy_result(study: optuna.Study, trial: optuna.Trial, earlier_number: int) -> None:
     """Tell ``trial`` what trial ``earlier_number`` measured (same configuration)."""
     from optuna.trial import TrialState
 

@@ -21,16 +21,22 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.trial import TrialResult
+
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
 
 
 ROLE = "tuner:role"
 CONSTRAINT_KEYS = ("accept_length_floor", "accuracy_drop", "failed")
 
 
-def baseline_trial(study: Any) -> Any | None:
+def baseline_trial(study: optuna.Study) -> Any | None:
     """The study's measured baseline (COMPLETE, role ``baseline``), or None."""
     from optuna.trial import TrialState
 
@@ -38,18 +44,18 @@ def baseline_trial(study: Any) -> Any | None:
                  if t.user_attrs.get(ROLE) == "baseline"), None)
 
 
-def trial_at(study: Any, number: int) -> Any:
+def trial_at(study: optuna.Study, number: int) -> Any:
     """Trial ``number`` of ``study``, not copied (``study.trials[n]`` deep-copies every
     trial of the study: seconds at 10,000 trials). Read it; never change it."""
     return study.get_trials(deepcopy=False)[number]
 
 
-def study_id(study: Any) -> int:
+def study_id(study: optuna.Study) -> int:
     """The storage's id of ``study`` (what optuna-dashboard's URLs hold)."""
     return int(study._study_id)
 
 
-def artifact_metas(study: Any, trial: Any) -> list[Any]:
+def artifact_metas(study: optuna.Study, trial: FrozenTrial) -> list[Any]:
     """The artifacts stored for ``trial`` (Optuna's ``ArtifactMeta``: id, file name)."""
     from optuna.artifacts import get_all_artifact_meta
 
@@ -110,7 +116,7 @@ def regime_attrs(result: TrialResult) -> dict[str, dict[str, Any]]:
             for g in result.regimes}
 
 
-def upload_artifacts(study: Any, trial: Any, store: Any, result: TrialResult,
+def upload_artifacts(study: optuna.Study, trial: optuna.Trial, store: Any, result: TrialResult,
                      folder: Path | None = None) -> list[str]:
     """Store the result JSON, the request records and the server log as artifacts of
     ``trial``; ``folder`` (the store's) is made again first if it was deleted meanwhile."""
@@ -150,8 +156,8 @@ def objective_values(result: TrialResult, with_accuracy: bool) -> list[float] | 
     return finite if _finite(values) and len(finite) == len(values) else None
 
 
-def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: bool,
-                baseline_tpot: float | None, role: str, store: Any | None,
+def tell_result(study: optuna.Study, trial: optuna.Trial, result: TrialResult, *,
+                with_accuracy: bool, baseline_tpot: float | None, role: str, store: Any | None,
                 extra_attrs: dict[str, Any] | None = None, folder: Path | None = None) -> str:
     """Record ``result`` on the running ``trial``; return the state told. Artifacts that
     cannot be written (a full disk, a folder made read-only) cost only the artifacts: the
@@ -186,7 +192,7 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, with_accuracy: b
     return "COMPLETE"
 
 
-def write_legacy_constraints(study: Any, trial_id: int, values: list[float]) -> None:
+def write_legacy_constraints(study: optuna.Study, trial_id: int, values: list[float]) -> None:
     """Also store the constraints in the pre-5.0 format (system attr ``constraints``, a list
     in CONSTRAINT_KEYS order): optuna-dashboard 0.21 reads only that one, and without it
     draws gated trials as feasible (docs/optuna-ray-facts.md, Optuna 3). Optuna merges both

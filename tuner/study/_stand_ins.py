@@ -21,6 +21,7 @@ infeasible when its speculation collapsed. Optuna's samplers would otherwise ign
 from __future__ import annotations
 
 from collections.abc import Container
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import CONSTRAINT_KEYS
@@ -28,17 +29,26 @@ from tuner.study._record import ROLE
 from tuner.study._summary import summarize
 
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import optuna
+    from optuna.distributions import BaseDistribution
+    from optuna.trial import FrozenTrial
+    from optuna.trial import TrialState
+
+
 #: A stand-in's TPOT is this many times the baseline's (or ``NO_BASELINE_TPOT_MS`` x this).
 PESSIMISM = 10.0
 NO_BASELINE_TPOT_MS = 100.0
 
 
-def _pruned_measurement(trial: Any) -> bool:
+def _pruned_measurement(trial: FrozenTrial) -> bool:
     """A PRUNED trial (or its copy) that measured a TPOT before it stopped."""
     return trial.state.name == "PRUNED" and bool(trial.user_attrs.get("tpot_ms"))
 
 
-def steers_away(trial: Any) -> bool:
+def steers_away(trial: FrozenTrial) -> bool:
     """Whether ``trial`` (a FrozenTrial) is a failure of its configuration, which the
     sampler must learn to avoid: a FAIL that counts as measured (:attr:`TrialSummary.measured`:
     not retried, not lost, not a copy or a finals' launch) of a planned configuration."""
@@ -48,7 +58,7 @@ def steers_away(trial: Any) -> bool:
     return t.measured and t.config_hash is not None
 
 
-def stand_in(trial: Any, *, n_objectives: int, pessimistic_tpot: float) -> Any:
+def stand_in(trial: FrozenTrial, *, n_objectives: int, pessimistic_tpot: float) -> Any:
     """The COMPLETE copy the sampler sees of ``trial``: of a FAIL, infeasible with
     pessimistic values; of a PRUNED trial, its partial figures (infeasible if collapsed)."""
     import optuna
@@ -72,7 +82,7 @@ def stand_in(trial: Any, *, n_objectives: int, pessimistic_tpot: float) -> Any:
         user_attrs=dict(trial.user_attrs), system_attrs=system_attrs, intermediate_values={})
 
 
-def sampler_trials(study: Any, *, use_cache: bool = False) -> list[Any]:
+def sampler_trials(study: optuna.Study, *, use_cache: bool = False) -> list[Any]:
     """Every trial of ``study`` as its sampler sees it: each failure of a configuration
     replaced by its stand-in, in number order."""
     trials = study._get_trials(deepcopy=False, use_cache=use_cache)
@@ -88,13 +98,13 @@ class _SamplerView:
     """``study`` with :func:`sampler_trials` in place of its trials; all else forwarded
     (the storage too: a sampler's own system attrs are written to the real trial)."""
 
-    def __init__(self, study: Any) -> None:
+    def __init__(self, study: optuna.Study) -> None:
         self._study = study
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._study, name)
 
-    def _get_trials(self, deepcopy: bool = True, states: Container[Any] | None = None,
+    def _get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None,
                     use_cache: bool = False) -> list[Any]:
         import copy
 
@@ -103,7 +113,7 @@ class _SamplerView:
             trials = [t for t in trials if t.state in states]
         return copy.deepcopy(trials) if deepcopy else trials
 
-    def get_trials(self, deepcopy: bool = True, states: Container[Any] | None = None
+    def get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None
                    ) -> list[Any]:
         return self._get_trials(deepcopy=deepcopy, states=states)
 
@@ -128,21 +138,23 @@ def stand_in_sampler(inner: Any) -> Any:
         def reseed_rng(self) -> None:
             self.inner.reseed_rng()
 
-        def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
+        def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> Any:
             return self.inner.infer_relative_search_space(_SamplerView(study), trial)
 
-        def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
+        def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
+                            search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
             return self.inner.sample_relative(_SamplerView(study), trial, search_space)
 
-        def sample_independent(self, study: Any, trial: Any, param_name: str,
-                               param_distribution: Any) -> Any:
+        def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
+                               param_distribution: BaseDistribution) -> Any:
             return self.inner.sample_independent(_SamplerView(study), trial, param_name,
                                                  param_distribution)
 
-        def before_trial(self, study: Any, trial: Any) -> None:
+        def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
             self.inner.before_trial(_SamplerView(study), trial)
 
-        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
+                        values: Sequence[float] | None) -> None:
             self.inner.after_trial(_SamplerView(study), trial, state, values)
 
     return StandInSampler()

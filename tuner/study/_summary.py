@@ -9,9 +9,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from dataclasses import field
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import ROLE
+
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import optuna
+    from optuna.trial import FrozenTrial
 
 
 class Role(enum.StrEnum):
@@ -93,7 +101,7 @@ class TrialSummary:
                 and not self.retried and self.state in ("COMPLETE", "FAIL", "PRUNED"))
 
 
-def summarize(trial: Any) -> TrialSummary:
+def summarize(trial: FrozenTrial) -> TrialSummary:
     """The :class:`TrialSummary` of an Optuna ``FrozenTrial``."""
     a = trial.user_attrs
     state = trial.state.name
@@ -124,7 +132,7 @@ def summarize(trial: Any) -> TrialSummary:
         completed_at=_iso(trial.datetime_complete))
 
 
-def _iso(when: Any) -> str | None:
+def _iso(when: datetime | None) -> str | None:
     return when.isoformat(timespec="seconds") if when is not None else None
 
 
@@ -175,12 +183,12 @@ CONTEXT_KEYS = {"space_name": "tuner:space_name", "machine": "tuner:machine",
                 "sweep_options": "tuner:sweep_options"}
 
 
-def context_of(study: Any) -> StudyContext:
+def context_of(study: optuna.Study) -> StudyContext:
     attrs = study.user_attrs
-    return StudyContext(**{k: attrs.get(key) for k, key in CONTEXT_KEYS.items()
-                           if attrs.get(key) is not None})
+    return StudyContext(**{k: v for k, key in CONTEXT_KEYS.items()
+                           if (v := attrs.get(key)) is not None})
 
 
-def summaries(study: Any) -> list[TrialSummary]:
+def summaries(study: optuna.Study) -> list[TrialSummary]:
     """Every trial of ``study``, in number order."""
     return [summarize(t) for t in study.get_trials(deepcopy=False)]

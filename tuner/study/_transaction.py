@@ -21,7 +21,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from typing import Any
+
+
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
 
 
 class _Sessions:
@@ -41,7 +46,7 @@ class _Sessions:
         self._pick().remove()
 
 
-def _rdb_of(storage: Any) -> Any | None:
+def _rdb_of(storage: BaseStorage) -> Any | None:
     from optuna.storages import RDBStorage
 
     backend = getattr(storage, "_backend", storage)     # behind Optuna's _CachedStorage
@@ -49,7 +54,7 @@ def _rdb_of(storage: Any) -> Any | None:
 
 
 @contextlib.contextmanager
-def one_transaction(storage: Any) -> Iterator[None]:
+def one_transaction(storage: BaseStorage) -> Iterator[None]:
     """Run the storage calls of this block (this thread's) in one transaction, committed at
     the end and rolled back on an exception. Nested blocks join the outer one."""
     rdb = _rdb_of(storage)

@@ -22,6 +22,7 @@ the study gains or finishes a trial, so a dashboard opened during a sweep follow
 from __future__ import annotations
 
 from collections.abc import Container
+from typing import TYPE_CHECKING
 from typing import Any
 
 from optuna.storages import BaseStorage
@@ -39,6 +40,10 @@ from tuner.study._view_regimes import regime_directions
 from tuner.study._view_regimes import regime_note
 from tuner.study._view_regimes import regime_study_name
 from tuner.study._view_regimes import regime_trials
+
+
+if TYPE_CHECKING:
+    from tuner.study._storage import StudyLocation
 
 
 #: The id of the one study the view holds.
@@ -243,6 +248,7 @@ def _within(dist: Any, value: Any) -> bool:
         return False
 
 
-def dashboard_storage(location: Any, name: str, *, launches: bool = False) -> AnswerStorage:
+def dashboard_storage(location: StudyLocation, name: str, *, launches: bool = False
+                      ) -> AnswerStorage:
     """The read-only view of study ``name`` at ``location`` (a :class:`StudyLocation`)."""
     return AnswerStorage(location.storage(), name, launches=launches)

@@ -85,5 +85,5 @@ def failed_result(job: TrialJob, reason: str, detail: str) -> TrialResult:
         message=detail, space=space.name, machine=space.spec.machine.id,
         config=job.config.as_dict(), config_hash=job.config.hash(),
         plan=engine.plan(space, job.config), engine=engine.name,
-        simulated=engine.name.startswith("sim"), workload=job.options.workload.model_dump(),
+        simulated=engine.simulated, workload=job.options.workload.model_dump(),
         started_at=datetime.now(UTC).isoformat(timespec="seconds"), host="?")

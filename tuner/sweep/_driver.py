@@ -24,8 +24,8 @@ from tuner.study import Role
 from tuner.study import StudyContext
 from tuner.study import SweepStudy
 from tuner.study import TrialSummary
-from tuner.study import is_storage_error
-from tuner.study import storage_problem
+from tuner.study.storages import is_storage_error
+from tuner.study.storages import storage_problem
 from tuner.sweep._base import Outcome
 from tuner.sweep._base import TrialJob
 from tuner.sweep._base import TrialRunner

@@ -24,14 +24,18 @@ out, and every output says "accuracy not checked" beside a pick nothing scored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tuner.study import Proposal
 from tuner.study import Role
 from tuner.study import TrialSummary
-from tuner.study import final_baseline_runs
+from tuner.study.pooled import final_baseline_runs
 from tuner.trial import EarlyStop
 from tuner.trial import TrialOptions
+
+
+if TYPE_CHECKING:
+    from tuner.space import Gate
 
 
 #: finals launches a timed sweep keeps time for at least: the baseline's on the final
@@ -52,7 +56,7 @@ GSM8K_TEST = 1319
 BESIDE_SIZE = 400
 
 
-def beside_size(gate: Any, workload: str) -> tuple[int, str]:
+def beside_size(gate: Gate, workload: str) -> tuple[int, str]:
     """The GSM8K final sample a sweep of a workload that is not GSM8K (code, chat, JSONL,
     a mix) runs beside it when ``--final-questions`` is not given (:data:`BESIDE_SIZE`),
     and the sentence that states it. Numerics changes (kernels, activations, LM head) are
@@ -70,7 +74,7 @@ def beside_size(gate: Any, workload: str) -> tuple[int, str]:
                   "N to change it, 0 for none (accuracy not checked)")
 
 
-def default_size(gate: Any, questions: int) -> tuple[int | None, str]:
+def default_size(gate: Gate, questions: int) -> tuple[int | None, str]:
     """The final sample a scored sweep runs when ``--final-questions`` is not given, and the
     sentence that states it. Sized from the gate: the smallest of 200, 400, 800 and 1,319
     questions at which a drop of 3 x ``max_accuracy_drop_pp`` is refused with 80%

@@ -34,8 +34,8 @@ from typing import Any
 from tuner.space import SearchSpace
 from tuner.study import Role
 from tuner.study import TrialSummary
-from tuner.study import behind_within_noise
-from tuner.study import feasible_estimates
+from tuner.study.pooled import behind_within_noise
+from tuner.study.pooled import feasible_estimates
 from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
 from tuner.sweep._final_sample import final_launch_s
 

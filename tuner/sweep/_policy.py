@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import cached_property
+from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.space import SearchSpace
@@ -34,6 +35,10 @@ from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
 from tuner.sweep._final_sample import PENDING
 from tuner.sweep._final_sample import final_baseline
 from tuner.trial import EarlyStop
+
+
+if TYPE_CHECKING:
+    from tuner.sweep._settings import SweepSettings
 
 
 #: a space of at most this many configurations (capacity knobs held at the baseline's
@@ -78,7 +83,7 @@ class SearchPolicy:
     """``canonical``: values -> (canonical configuration, why it was repaired or None);
     ``capacity``: the capacity knobs a load regime searches (screened first)."""
 
-    def __init__(self, space: SearchSpace, settings: Any, *, questions: int,
+    def __init__(self, space: SearchSpace, settings: SweepSettings, *, questions: int,
                  scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
                  regimes: bool = False, sample_beside: bool = False,
                  capacity: tuple[str, ...] = ()) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import subprocess
 import uuid
 from typing import Any
 
@@ -91,7 +93,7 @@ def _not_a_gcs(target: str, timeout_s: float) -> str | None:
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
-def _answers_http2(sock: Any) -> bool:
+def _answers_http2(sock: socket.socket) -> bool:
     """Whether the server on ``sock`` answers an HTTP/2 preface with a SETTINGS frame, as
     every gRPC server (Ray's GCS) does; an HTTP/1 server, an SSH daemon or silence do not."""
     try:
@@ -122,7 +124,7 @@ class RayRunner(TrialRunner):
 
         self._ray = ray
         self._refs: dict[int, Any] = {}       # before anything can fail: close() reads it
-        self._reaper: Any = None
+        self._reaper: subprocess.Popen[bytes] | None = None
         self.node_id: str | None = None
         self.started_local = address in (None, "", "local")
         if self.started_local:

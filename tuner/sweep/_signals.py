@@ -7,7 +7,11 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 class Terminated(KeyboardInterrupt):
@@ -23,7 +27,7 @@ def terminated(exc: BaseException | None = None) -> bool:
     return isinstance(exc, Terminated) or bool(_received)
 
 
-def _raise(signum: int, frame: Any) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
     raise Terminated()
 

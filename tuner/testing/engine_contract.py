@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tuner.engines import ENGINES
+from tuner.engines import Completion
 from tuner.engines import Engine
 from tuner.engines import LaunchPlan
 from tuner.engines import ServerProtocol
@@ -41,6 +43,29 @@ class EngineContract:
 
     def test_the_space_validates(self, engine: Engine, space: SearchSpace) -> None:
         engine.validate_space(space)
+
+    def test_the_engine_is_built_by_its_registration(self, engine: Engine,
+                                                     space: SearchSpace) -> None:
+        """One registration (``tuner.engines.register``) is the engine's only entry: its
+        name's entry builds the same adapter, says whether it is simulated, and takes the
+        flags of the spaces written for it."""
+        entry = ENGINES[engine.name.partition(":")[0]]
+        assert entry.speaks == space.spec.engine.name
+        assert isinstance(engine.simulated, bool) and engine.simulated == entry.simulated
+        variant = engine.name.partition(":")[2] or None
+        assert variant is None or variant in entry.variants
+        built = entry.build(variant, None, {})
+        assert type(built) is type(engine) and built.name == engine.name
+        assert built.simulated == engine.simulated
+
+    def test_accept_length_is_tokens_per_verify_round(self) -> None:
+        """The contract's accept length (what the gate's collapse rule reads): completion
+        tokens per verify round of a speculative request, none for a plain one."""
+        spec = Completion(text="", completion_tokens=12, prompt_tokens=3, first_s=0.1,
+                          end_s=0.5, verify_rounds=5)
+        assert spec.accept_length == pytest.approx(2.4)
+        assert Completion(text="", completion_tokens=12, prompt_tokens=3, first_s=0.1,
+                          end_s=0.5).accept_length is None
 
     def test_the_launch_host_reads_and_a_predicted_peak_is_positive_terms(
             self, engine: Engine, space: SearchSpace) -> None:
@@ -105,8 +130,11 @@ class EngineContract:
 
     # -- against a running server (the subclass's ``live_server`` fixture) ---------------
     def test_a_live_server_answers_through_the_protocol(self, engine: Engine,
-                                                        live_server: Any) -> None:
+                                                        space: SearchSpace,
+                                                        live_server: tuple[str, dict[str, str]]
+                                                        ) -> None:
         url, headers = live_server
+        plan = engine.plan(space, engine.resolve(space, {}))
         protocol = engine.protocol()
         with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
             assert client.get(protocol.health_path).status_code == 200
@@ -119,6 +147,8 @@ class EngineContract:
                                                text="The capital of France is"))
         assert 1 <= c.completion_tokens <= 8 and c.prompt_tokens > 0
         assert 0 < c.first_s <= c.end_s
+        # verify rounds (hence an accept length) come only from a speculative launch
+        assert plan.speculative or (c.verify_rounds is None and c.accept_length is None)
 
     @pytest.fixture
     def live_server(self) -> Any:

@@ -16,7 +16,12 @@ from typing import Any
 import psutil
 
 from tuner.sweep import Outcome
+from tuner.sweep import TrialJob
 from tuner.sweep import TrialRunner
+
+
+#: ``make_job(tmp_path, key, hang=False)`` -> a job and the tag its server carries
+MakeJob = Callable[..., tuple[TrialJob, str]]
 
 
 def servers_tagged(tag: str) -> list[psutil.Process]:
@@ -59,7 +64,7 @@ def drain(runner: TrialRunner, timeout: float = 120.0) -> list[Outcome]:
 class RunnerContract:
     """Shared tests; see the module docstring for the fixtures a subclass provides."""
 
-    def test_a_job_reports_its_result(self, runner: TrialRunner, make_job: Any,
+    def test_a_job_reports_its_result(self, runner: TrialRunner, make_job: MakeJob,
                                       tmp_path: Path) -> None:
         j, tag = make_job(tmp_path, 7)
         runner.submit(j)
@@ -69,7 +74,7 @@ class RunnerContract:
         assert outs[0].result is not None and outs[0].result.ok
         assert runner.inflight == [] and servers_tagged(tag) == []
 
-    def test_cancel_ends_the_job_and_its_server(self, runner: TrialRunner, make_job: Any,
+    def test_cancel_ends_the_job_and_its_server(self, runner: TrialRunner, make_job: MakeJob,
                                                 tmp_path: Path) -> None:
         j, tag = make_job(tmp_path, 3, hang=True)
         runner.submit(j)
@@ -79,7 +84,7 @@ class RunnerContract:
         wait_for(lambda: not _alive(tag), timeout=30)
         assert runner.poll(timeout=1.0) == []
 
-    def test_a_dead_worker_is_worker_lost(self, runner: TrialRunner, make_job: Any,
+    def test_a_dead_worker_is_worker_lost(self, runner: TrialRunner, make_job: MakeJob,
                                           tmp_path: Path) -> None:
         j, tag = make_job(tmp_path, 5, hang=True)
         runner.submit(j)

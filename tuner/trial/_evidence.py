@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Literal
 
@@ -18,6 +19,10 @@ from pydantic import BaseModel
 from pydantic import Field
 
 from tuner.engines import KnobEvidence
+
+
+if TYPE_CHECKING:
+    from tuner.engines import Capabilities
 
 
 Verdict = Literal["confirmed", "mismatched", "unobservable", "unsupported"]
@@ -104,7 +109,7 @@ def effect_check(evidence: list[KnobEvidence], server_info: dict[str, Any], log_
     return [check_knob(ev, server_info, log_text) for ev in evidence]
 
 
-def unsupported(evidence: list[KnobEvidence], caps: Any) -> list[KnobCheck]:
+def unsupported(evidence: list[KnobEvidence], caps: Capabilities) -> list[KnobCheck]:
     """Knob values the probed engine cannot apply (unknown env var or flag)."""
     out = []
     for ev in evidence:

@@ -78,7 +78,7 @@ def evaluate(agg: Aggregates, *, speculative: bool, cfg: Gate,
         if al is None:
             rules.append(GateRule(rule="collapse", fired=True, threshold=cfg.accept_length_floor,
                                   detail="speculation is on but no request reported verify "
-                                         "rounds (spec_verify_ct): accept length unknown"))
+                                         "rounds: accept length unknown"))
             constraints["accept_length_floor"] = 1.0
         else:
             floor = cfg.accept_length_floor

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from pydantic import AliasChoices
 from pydantic import BaseModel
+from pydantic import Field
 
 from tuner.engines import ServerProtocol
 from tuner.workloads import Prompt
@@ -34,7 +36,10 @@ class RequestRecord(BaseModel):
     ttft_s: float
     e2e_s: float
     tpot_ms: float | None = None
-    spec_verify_ct: int | None = None
+    #: speculative verify rounds, as the engine's :class:`~tuner.engines.Completion` reports
+    #: them (results written before this name read theirs from SGLang's ``spec_verify_ct``)
+    verify_rounds: int | None = Field(
+        default=None, validation_alias=AliasChoices("verify_rounds", "spec_verify_ct"))
     accept_length: float | None = None
     finish_reason: str | None = None
     correct: bool | None = None
@@ -52,12 +57,11 @@ def _one(client: httpx.Client, protocol: ServerProtocol, prompt: Prompt, scale: 
     c = protocol.stream(client, prompt)
     n = c.completion_tokens
     ttft, e2e = c.first_s * scale, c.end_s * scale
-    verify = c.verify_rounds
     return RequestRecord(
         prompt_id=prompt.id, prompt_tokens=c.prompt_tokens, completion_tokens=n,
         cached_tokens=c.cached_tokens, ttft_s=ttft, e2e_s=e2e,
         tpot_ms=(e2e - ttft) / (n - 1) * 1000 if n > 1 else None,
-        spec_verify_ct=verify, accept_length=n / verify if verify else None,
+        verify_rounds=c.verify_rounds, accept_length=c.accept_length,
         finish_reason=c.finish_reason, content=prompt.content), c.text
 
 

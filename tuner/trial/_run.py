@@ -12,11 +12,11 @@ from dataclasses import field
 from datetime import UTC
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from tuner import __version__
+from tuner.engines import Capabilities
 from tuner.engines import Engine
 from tuner.engines import RequestFailed
 from tuner.engines import ServerProtocol
@@ -80,7 +80,7 @@ class TrialOptions:
     bench_timeout_s: float = 4 * 3600.0
     host: str = "127.0.0.1"
     port: int | None = None
-    capabilities: Any = None
+    capabilities: Capabilities | None = None
     baseline_per_question: dict[str, bool] | None = None
     reference_accept_length: float | None = None
     keep_full_server_info: bool = False
@@ -131,7 +131,7 @@ def run_trial(space: SearchSpace, engine: Engine, config: Config, opts: TrialOpt
     result = TrialResult(
         tuner_version=__version__, status="ok", space=space.name,
         machine=space.spec.machine.id, config=config.as_dict(), config_hash=config.hash(),
-        plan=plan, engine=engine.name, simulated=engine.name.startswith("sim"),
+        plan=plan, engine=engine.name, simulated=engine.simulated,
         time_scale=engine.time_scale, workload=opts.workload.model_dump(),
         started_at=_now(), host=socket.gethostname(), log_path=str(log_path))
     if opts.capabilities is not None:     # before launch: can the engine apply every value?

@@ -129,10 +129,10 @@ def token_weighted_tpot(records: list[RequestRecord]) -> tuple[float, Interval |
 
 def accept_length(records: list[RequestRecord]) -> float | None:
     """Sum of completion tokens / sum of verify rounds over the speculative requests."""
-    spec = [r for r in records if r.spec_verify_ct]
+    spec = [r for r in records if r.verify_rounds]
     if not spec:
         return None
-    return sum(r.completion_tokens for r in spec) / sum(r.spec_verify_ct or 0 for r in spec)
+    return sum(r.completion_tokens for r in spec) / sum(r.verify_rounds or 0 for r in spec)
 
 
 def per_class(records: list[RequestRecord], shares: dict[str, float] | None = None
