@@ -350,6 +350,20 @@ def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> Non
     out.baseline["mem_fraction"] = base
 
 
+def _capacity_knob(choices: tuple[int, ...], out: InitSpace) -> None:
+    """The maximum of running requests as a capacity knob, held at its first choice while
+    one user is served (docs/search-spaces.md, "Capacity knobs")."""
+    out.knobs.append(KnobBlock("max_running", {
+        "type": "categorical", "help": "--max-running-requests (requests decoded together; "
+        "the rest wait in the queue)", "role": "capacity", "choices": list(choices),
+        "flag": "--max-running-requests", "evidence": _si("max_running_requests", "{value}")},
+        [f"the cookbook's batch-1 cell runs {choices[0]} (the baseline): held there while "
+         "one user is served; a load regime of several users searches it", "the engine "
+         "derives the decode graphs from it: --cuda-graph-max-bs-decode N and "
+         "--cuda-graph-bs-decode 1 2 4 ... N"]))
+    out.baseline["max_running"] = choices[0]
+
+
 def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     """The SGLang side of a space for ``req`` on the engine ``caps`` describes."""
     recipe = RECIPES.get((req.architecture, req.quantization, req.machine))
@@ -370,7 +384,12 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     _speculation(req, caps, out)
     apply_kernel_fixes(out, caps, req.major)
     _memory_knob(req, out, recipe)
-    out.left_out += list(NOT_SEARCHED) + list(NOT_SEARCHED_BY_ARCH.get(req.architecture, ()))
+    if recipe is not None and recipe.capacity:
+        _capacity_knob(recipe.capacity, out)
+    out.left_out += [("--cuda-graph-*, --chunked-prefill-size: fixed (the decode graphs "
+                      "follow max_running)") if recipe is not None and recipe.capacity
+                     and n.startswith("--cuda-graph-*") else n for n in NOT_SEARCHED]
+    out.left_out += list(NOT_SEARCHED_BY_ARCH.get(req.architecture, ()))
     if recipe is not None:
         names = {k.name for k in out.knobs}
         out.baseline.update({k: v for k, v in recipe.baseline.items()

@@ -154,6 +154,10 @@ class Recipe:
     baseline: dict[str, Any]
     deviations: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: the maximum of running requests as a capacity knob (its choices; the baseline the
+    #: first), in place of the cell's fixed --max-running-requests and decode graph sizes,
+    #: which the engine derives from it (docs/search-spaces.md, "Capacity knobs")
+    capacity: tuple[int, ...] = ()
 
 
 _LING_SPARK = Recipe(
@@ -162,10 +166,9 @@ _LING_SPARK = Recipe(
     fixed_flags={
         "--flashinfer-mxfp4-moe-precision": "default", "--attention-backend": "flashinfer",
         "--fp8-gemm-backend": "cutlass", "--disable-flashinfer-autotune": True,
-        "--disable-shared-experts-fusion": True, "--max-running-requests": 1,
+        "--disable-shared-experts-fusion": True,
         "--max-mamba-cache-size": 64, "--chunked-prefill-size": 8192, "--page-size": 64,
         "--context-length": 262144, "--cuda-graph-backend-decode": "full",
-        "--cuda-graph-max-bs-decode": 1, "--cuda-graph-bs-decode": 1,
         "--cuda-graph-backend-prefill": "disabled", "--reasoning-parser": "ling3",
         "--tool-call-parser": "ling3"},
     fixed_env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1",
@@ -176,7 +179,10 @@ _LING_SPARK = Recipe(
         "--mem-fraction-static 0.68 instead of the cookbook's 0.75: 0.75 was reported to "
         "OOM the GPU and lock up the GB10 driver; 0.68 is the fork's recommendation",
         "the cookbook's YaRN --json-model-override-args is left out: its value is not "
-        "recorded in our sources, and 262,144 tokens is the model's native context"),
+        "recorded in our sources, and 262,144 tokens is the model's native context",
+        "the cookbook's --max-running-requests 1 (and decode graphs for batch 1) is the "
+        "baseline of the max_running capacity knob, searched only under a load regime"),
+    capacity=(1, 2, 4, 8, 16),
 )
 
 _QWEN38_SPARK = Recipe(
