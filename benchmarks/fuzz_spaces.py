@@ -86,8 +86,9 @@ MUST_REFUSE: list[tuple[str, str, str]] = [
                                           "{}"], "engine.command", "  command: {}"),
     *_line("    choices: [1, 2, 4]", [*_INT_BAD, "true", "'x'"], "knobs.spec_topk.choices",
            "    choices: [1, 2, {}]"),
-    *[m for flag in ("--max-running-requests", "--chunked-prefill-size", "--page-size",
-                     "--cuda-graph-max-bs-decode", "--max-mamba-cache-size")
+    # the integer flags the shipped Spark space fixes (--max-running-requests and the decode
+    # graph sizes are its max_running knob's now, derived by the engine)
+    *[m for flag in ("--chunked-prefill-size", "--page-size", "--max-mamba-cache-size")
       for m in _line(f"  {flag}:", [*_INT_BAD, "true"], f"fixed_flags.{flag}")],
     *[m for flag in ("--attention-backend", "--reasoning-parser", "--context-length")
       for m in _line(f"  {flag}:", [".nan", ".inf", "-.inf", "[.nan]"], f"fixed_flags.{flag}")],
