@@ -89,3 +89,17 @@ def capacity_evidence(space: SearchSpace, values: dict[str, Any]) -> list[KnobEv
     return [KnobEvidence(knob=f"(derived) {GRAPH_MAX_BS}, {GRAPH_BS}", value=most,
                          server_info={"cuda_graph_config.decode.max_bs": most,
                                       "cuda_graph_config.decode.bs": graph_batch_sizes(most)})]
+
+
+def capacity_knob_block(choices: tuple[int, ...]) -> tuple[dict[str, Any], list[str]]:
+    """The body and comment of a generated space's ``max_running`` knob: the maximum of
+    running requests, held at its first choice while one user is served (docs/
+    search-spaces.md, "Capacity knobs")."""
+    return ({"type": "categorical", "help": "--max-running-requests (requests decoded "
+             "together; the rest wait in the queue)", "role": "capacity",
+             "choices": list(choices), "flag": "--max-running-requests",
+             "evidence": {"server_info": {"max_running_requests": "{value}"}}},
+            [f"the cookbook's batch-1 cell runs {choices[0]} (the baseline): held there "
+             "while one user is served; a load regime of several users searches it",
+             "the engine derives the decode graphs from it: --cuda-graph-max-bs-decode N "
+             "and --cuda-graph-bs-decode 1 2 4 ... N"])

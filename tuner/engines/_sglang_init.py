@@ -20,6 +20,7 @@ from typing import Any
 from tuner.engines._capabilities import Capabilities
 from tuner.engines._capabilities import algorithm_support
 from tuner.engines._sglang_block_draft import BLOCK_DRAFTS
+from tuner.engines._sglang_capacity import capacity_knob_block
 from tuner.engines._sglang_flags import flags_for
 from tuner.engines._sglang_init_tables import AUTO_RESOLVES
 from tuner.engines._sglang_init_tables import BATCH1_FLAGS
@@ -32,7 +33,6 @@ from tuner.engines._sglang_init_tables import HUMMING_W4A8
 from tuner.engines._sglang_init_tables import MAMBA_SLOTS
 from tuner.engines._sglang_init_tables import MOE_BACKENDS
 from tuner.engines._sglang_init_tables import NEXTN_DRAFTS
-from tuner.engines._sglang_init_tables import NOT_SEARCHED
 from tuner.engines._sglang_init_tables import NOT_SEARCHED_BY_ARCH
 from tuner.engines._sglang_init_tables import OWN_ATTENTION
 from tuner.engines._sglang_init_tables import RECIPE_ONLY
@@ -43,6 +43,7 @@ from tuner.engines._sglang_init_tables import SPARK_FLAGS
 from tuner.engines._sglang_init_tables import TOPK_REFUSES
 from tuner.engines._sglang_init_tables import UNPROVEN_BACKENDS
 from tuner.engines._sglang_init_tables import Recipe
+from tuner.engines._sglang_init_tables import not_searched
 from tuner.engines._sglang_kernels import apply_kernel_fixes
 from tuner.errors import UserError
 
@@ -334,8 +335,7 @@ def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,
 def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> None:
     out.limits["--mem-fraction-static"] = {"max": req.fraction_high,
                                            "reason": req.fraction_cap_reason}
-    reason = req.fraction_reason
-    base = req.fraction_baseline
+    reason, base = req.fraction_reason, req.fraction_baseline
     if recipe is not None and "mem_fraction" in recipe.baseline:
         base = min(float(recipe.baseline["mem_fraction"]), req.fraction_high)
         reason = reason.split("; baseline: ")[0] + f"; baseline {base:.2f}: the header says why"
@@ -348,20 +348,6 @@ def _memory_knob(req: InitRequest, out: InitSpace, recipe: Recipe | None) -> Non
          "at batch 1 it changes no TPOT, only whether a launch fits and the KV "
          "pool's size: held at the baseline while speed is searched"]))
     out.baseline["mem_fraction"] = base
-
-
-def _capacity_knob(choices: tuple[int, ...], out: InitSpace) -> None:
-    """The maximum of running requests as a capacity knob, held at its first choice while
-    one user is served (docs/search-spaces.md, "Capacity knobs")."""
-    out.knobs.append(KnobBlock("max_running", {
-        "type": "categorical", "help": "--max-running-requests (requests decoded together; "
-        "the rest wait in the queue)", "role": "capacity", "choices": list(choices),
-        "flag": "--max-running-requests", "evidence": _si("max_running_requests", "{value}")},
-        [f"the cookbook's batch-1 cell runs {choices[0]} (the baseline): held there while "
-         "one user is served; a load regime of several users searches it", "the engine "
-         "derives the decode graphs from it: --cuda-graph-max-bs-decode N and "
-         "--cuda-graph-bs-decode 1 2 4 ... N"]))
-    out.baseline["max_running"] = choices[0]
 
 
 def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
@@ -384,12 +370,10 @@ def init_space(req: InitRequest, caps: Capabilities) -> InitSpace:
     _speculation(req, caps, out)
     apply_kernel_fixes(out, caps, req.major)
     _memory_knob(req, out, recipe)
-    if recipe is not None and recipe.capacity:
-        _capacity_knob(recipe.capacity, out)
-    out.left_out += [("--cuda-graph-*, --chunked-prefill-size: fixed (the decode graphs "
-                      "follow max_running)") if recipe is not None and recipe.capacity
-                     and n.startswith("--cuda-graph-*") else n for n in NOT_SEARCHED]
-    out.left_out += list(NOT_SEARCHED_BY_ARCH.get(req.architecture, ()))
+    if recipe is not None and recipe.capacity:      # its baseline: the recipe's
+        out.knobs.append(KnobBlock("max_running", *capacity_knob_block(recipe.capacity)))
+    out.left_out += [*not_searched(recipe is not None and bool(recipe.capacity)),
+                     *NOT_SEARCHED_BY_ARCH.get(req.architecture, ())]
     if recipe is not None:
         names = {k.name for k in out.knobs}
         out.baseline.update({k: v for k, v in recipe.baseline.items()

@@ -174,7 +174,7 @@ _LING_SPARK = Recipe(
     fixed_env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1",
                "SGLANG_JIT_DEEPGEMM_PRECOMPILE": "0", "SGLANG_ENABLE_JIT_DEEPGEMM": "0",
                "SGLANG_DSV4_FP4_DEQUANT": "0", "SGLANG_FP8_IGNORED_LAYERS": ""},
-    baseline={"moe_backend": "flashinfer_mxfp4", "lm_head": "fp32"},
+    baseline={"moe_backend": "flashinfer_mxfp4", "lm_head": "fp32", "max_running": 1},
     deviations=(
         "--mem-fraction-static 0.68 instead of the cookbook's 0.75: 0.75 was reported to "
         "OOM the GPU and lock up the GB10 driver; 0.68 is the fork's recommendation",
@@ -274,6 +274,15 @@ NOT_SEARCHED = (
     "NGRAM and STANDALONE speculation: no draft checkpoint (NGRAM drafts from the prompt: "
     "its gain is the workload's repetition, add it by hand for such traffic)",
 )
+#: The same where the space has the max_running capacity knob (a recipe's ``capacity``).
+NOT_SEARCHED_WITH_CAPACITY = tuple(
+    "--cuda-graph-*, --chunked-prefill-size: fixed (the decode graphs follow max_running)"
+    if n.startswith("--cuda-graph-*") else n for n in NOT_SEARCHED)
+
+
+def not_searched(capacity: bool) -> tuple[str, ...]:
+    """What a generated space does not search, with or without the capacity knob."""
+    return NOT_SEARCHED_WITH_CAPACITY if capacity else NOT_SEARCHED
 
 #: What a Qwen4-Exp space also leaves out (the cookbook's other settings), and why.
 NOT_SEARCHED_BY_ARCH: dict[str, tuple[str, ...]] = {
