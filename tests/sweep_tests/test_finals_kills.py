@@ -50,7 +50,7 @@ def _killing(base: type, mark: str, driver: dict[str, Any], killed: list[int],
         def submit(self, job: Any) -> None:
             before = _servers(mark)
             super().submit(job)
-            role = trial_at(driver["d"].study, job.key).user_attrs.get("tuner:role")
+            role = trial_at(driver["d"].sweep.study, job.key).user_attrs.get("tuner:role")
             if role != "remeasure" or len(killed) >= times:
                 return
             deadline = time.monotonic() + 120

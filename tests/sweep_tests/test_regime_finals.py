@@ -14,26 +14,22 @@ from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import answer_of
 from tuner.study import locate
+from tuner.sweep import Remeasure
 from tuner.sweep._policy import SearchPolicy
 from tuner.sweep._settings import SweepSettings
 
 
 class _Sweep:
-    """What the policy reads of a study: its trials, its answer; and what it asks."""
+    """What the policy reads of a study: its trials, its answer."""
 
     def __init__(self, rows: list[TrialSummary]) -> None:
         self.rows = rows
-        self.asked: list[int] = []
 
     def trials(self) -> list[TrialSummary]:
         return self.rows
 
     def answer(self, rows: list[TrialSummary] | None = None) -> Any:
         return answer_of(rows if rows is not None else self.rows, with_accuracy=True)
-
-    def remeasure(self, canonical: Any, number: int, *args: Any, **kw: Any) -> str:
-        self.asked.append(number)
-        return f"again #{number}"
 
 
 def _policy(tmp: Path, regimes: bool) -> SearchPolicy:
@@ -47,7 +43,7 @@ def test_a_regime_pick_measured_once_is_launched_again_once(tmp_path: Path) -> N
     rows = [_t(0, _g(0.1), role=Role.BASELINE), _t(1, _g(0.5)), _t(2, _g(0.3))]
     sweep = _Sweep(rows)
     policy = _policy(tmp_path, regimes=True)
-    assert policy._regime_confirmation(sweep) == "again #1"          # type: ignore[arg-type]
+    assert policy._regime_confirmation(sweep) == Remeasure(1)        # type: ignore[arg-type]
     # once its second launch is queued (or done), no more: the finals race goes on
     sweep.rows = [*rows, TrialSummary(3, "RUNNING", Role.REMEASURE, remeasure_of=1,
                                       config=rows[1].config)]

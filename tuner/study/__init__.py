@@ -11,6 +11,7 @@ from tuner.study._facade import SweepStudy
 from tuner.study._figures import Accuracy
 from tuner.study._front import feasible_best
 from tuner.study._open import open_study
+from tuner.study._reads import StudyReads
 from tuner.study._record import trial_at
 from tuner.study._regimes import RegimeAnswer
 from tuner.study._regimes import regime_answers
@@ -33,6 +34,7 @@ __all__ = [
            "Role",
            "StudyContext",
            "StudyLocation",
+           "StudyReads",
            "SweepStudy",
            "TrialSummary",
            "answer_of",

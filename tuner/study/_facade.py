@@ -1,15 +1,20 @@
-"""The study of one sweep: every read and write the driver needs, in one place.
+"""The store of one sweep: its Optuna study, read and written in one place.
 
-The driver schedules; this class owns the Optuna study. Per trial the driver calls it twice:
-:meth:`SweepStudy.propose` (ask, suggest, canonicalise through the engine's callback,
-deduplicate: a repeat of a measured configuration is answered from the earlier result at
-once) and :meth:`SweepStudy.record` (values, constraints, attributes, artifacts, and the
-copies for repeats that waited on this trial).
+:class:`SweepStudy` implements the reads a searcher is handed (:class:`tuner.study.
+StudyReads`) and adds the writes, which the sweep's scheduler calls (``tuner/sweep/
+_scheduler.py``): the start of a sweep (:meth:`SweepStudy.claim`, :meth:`SweepStudy.resume`),
+then per trial :meth:`SweepStudy.enqueue` (a planned configuration) or
+:meth:`SweepStudy.enqueue_remeasure`, :meth:`SweepStudy.ask` (ask, suggest, canonicalise
+through the engine's callback) and :meth:`SweepStudy.record` (values, constraints,
+attributes, artifacts), or :meth:`SweepStudy.copy` for a repeat of a measured configuration;
+:meth:`SweepStudy.transaction` groups a trial's writes. What is in flight, and which
+repeats wait on it, is the scheduler's memory, never this class's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -26,6 +31,7 @@ from tuner.study._lock import DriverLock
 from tuner.study._queue import cancel_queued
 from tuner.study._queue import copy_result
 from tuner.study._queue import has_queued
+from tuner.study._reads import BaselineRuns
 from tuner.study._record import ROLE
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
@@ -60,10 +66,11 @@ Canonicalize = Callable[[dict[str, Any]], tuple[Config, str | None]]
 
 @dataclass
 class Proposal:
-    """The outcome of :meth:`SweepStudy.propose`. ``kind``: ``run`` (launch ``config``),
-    ``repeat`` (answered at once from the trial that measured it), ``wait`` (the same
-    configuration is in flight: answered when that trial is recorded) or ``invalid`` (the
-    engine refused it; recorded FAIL)."""
+    """A trial the study handed out (:meth:`SweepStudy.ask`), as the scheduler holds it.
+    ``kind``: ``run`` (launch ``config``), ``repeat`` (answered at once from the trial that
+    measured it), ``wait`` (the same configuration is in flight: answered when that trial
+    is recorded) or ``invalid`` (the engine refused it; recorded FAIL). The study hands out
+    ``run`` and ``invalid``; the scheduler makes a ``run`` a ``repeat`` or a ``wait``."""
 
     number: int
     role: Role
@@ -74,6 +81,16 @@ class Proposal:
     #: a finals launch on the final accuracy sample, and the trial it launches again
     final_sample: bool = False
     remeasure_of: int | None = None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What :meth:`SweepStudy.resume` found: what was repaired before the study was opened
+    (a torn journal record), or None; the trials a dead driver left running (failed and
+    queued again)."""
+
+    repair_note: str | None
+    recovered: list[int]
 
 
 class SweepStudy:
@@ -109,11 +126,9 @@ class SweepStudy:
                             "--study name")
         self.context, self.n_objectives = context, len(directions)
         self.lock = DriverLock(self.study)
-        self._inflight: dict[str, int] = {}          # config hash -> trial number running
-        self._waiting: dict[str, list[Any]] = {}     # config hash -> repeats waiting on it
         self._finished: dict[int, TrialSummary] = {}   # trial number -> its summary
 
-    # -- reads ------------------------------------------------------------------------------
+    # -- reads (tuner.study.StudyReads, and what the driver and the scheduler read) ---------
     def trials(self) -> list[TrialSummary]:
         """Every trial's summary, in number order. A finished trial never changes (Optuna
         refuses writes to it), so its summary is made once: the driver reads the study every
@@ -146,13 +161,9 @@ class SweepStudy:
         t = baseline_trial(self.study)
         return self._summary(t) if t is not None else None
 
-    def failed_baseline(self) -> TrialSummary | None:
-        """The baseline's last run when it failed and none is pending, else None."""
-        runs = [t for t in self.trials() if t.role == Role.BASELINE and not t.recovered]
-        if any(t.state in ("WAITING", "RUNNING") for t in runs):
-            return None
-        failed = [t for t in runs if t.state == "FAIL"]
-        return failed[-1] if failed else None
+    def baseline_runs(self) -> BaselineRuns:
+        """The baseline's launches as the driver judges them (:class:`BaselineRuns`)."""
+        return BaselineRuns.of(self.trials())
 
     def best(self, trials: list[TrialSummary] | None = None) -> TrialSummary | None:
         """The pick so far (:func:`tuner.study.feasible_best`); ``trials``: summaries the
@@ -164,6 +175,16 @@ class SweepStudy:
         """The study's :class:`tuner.study.Answer` (``trials``: summaries already read)."""
         return answer_of(trials if trials is not None else self.trials(),
                          with_accuracy=self.with_accuracy)
+
+    def queued(self) -> bool:
+        """Whether a trial is queued (WAITING): :meth:`ask` takes it first."""
+        return has_queued(self.study)
+
+    def budget_spent(self, trials: int | None) -> bool:
+        """Whether the study already holds ``trials`` launches and nothing is queued."""
+        if trials is None or self.counted() < trials:
+            return False
+        return not any(t.state in ("WAITING", "RUNNING") for t in self.trials())
 
     # -- start of a sweep -------------------------------------------------------------------
     def check_identity(self) -> None:
@@ -207,91 +228,100 @@ class SweepStudy:
                 "sweep_options"]) != value:
             self.study.set_user_attr(CONTEXT_KEYS["sweep_options"], value)
 
-    def queued(self) -> bool:
-        """Whether a trial is queued (WAITING): :meth:`propose` takes it first."""
-        return has_queued(self.study)
+    def resume(self) -> Resumed:
+        """Fail what a dead driver left RUNNING and queue those configurations again; queue
+        the baseline when the study has none (measured, queued or running)."""
+        from optuna.trial import TrialState
+
+        recovered = []
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            self._requeue_unmeasured(t, t.user_attrs.get(ROLE, Role.TRIAL.value),
+                                     "the driver running it died")
+            recovered.append(t.number)
+        if not any(t.role == Role.BASELINE and t.state in ("COMPLETE", "WAITING", "RUNNING")
+                   for t in self.trials()):
+            self.study.enqueue_trial(self.space.complete({}),
+                                     user_attrs={ROLE: Role.BASELINE.value})
+        return Resumed(self.repair_note, recovered)
 
     def cancel_queued(self, why: str) -> list[int]:
         """The sweep ends: FAIL what is still queued (:func:`tuner.study._queue.
         cancel_queued`), so no trial is left WAITING; their numbers."""
         return cancel_queued(self.study, self.space, why)
 
-    def budget_spent(self, trials: int | None) -> bool:
-        """Whether the study already holds ``trials`` launches and nothing is queued."""
-        if trials is None or self.counted() < trials:
-            return False
-        return not any(t.state in ("WAITING", "RUNNING") for t in self.trials())
+    # -- one trial: enqueue, ask, then record or copy ---------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group the writes of this block into one transaction (:func:`tuner.study.
+        _transaction.one_transaction`): all of them stored, or none."""
+        return one_transaction(self.study._storage)
 
-    def recover(self) -> list[int]:
-        """Fail what a dead driver left RUNNING and queue those configurations again."""
+    def enqueue(self, values: dict[str, Any], why: str) -> None:
+        """Queue a configuration a searcher planned (``why``: its reason, kept as
+        ``proposed_by``)."""
+        self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value,
+                                                     "proposed_by": why})
+
+    def enqueue_remeasure(self, number: int, *, confirm: bool = False,
+                          held: dict[str, Any] | None = None, final_sample: bool = False
+                          ) -> None:
+        """Queue trial ``number``'s configuration again (the finals): a ``remeasure``
+        trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
+        launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
+        knobs set above the baseline's (the pick's largest KV pool that still serves);
+        ``final_sample``: on the final accuracy sample."""
+        base = trial_at(self.study, number)
+        attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
+                                 "confirm": confirm}
+        if held:
+            attrs["held"] = held
+        if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
+            attrs["final_sample"] = True
+            config = base.user_attrs.get("config") or dict(base.params)
+            attrs["numerics"] = {k: config[k] for k in self.space.numerics_knobs
+                                 if k in config}
+            # a pass holds for this speed configuration only, speculation included
+            # (lossless in principle, not in every build); a refusal for its numerics
+            attrs["speed"] = {k: v for k, v in config.items()
+                              if k not in self.space.capacity_knobs}
+        self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
+
+    def ask(self, canonicalize: Canonicalize) -> Proposal:
+        """The next trial: a queued one first (the baseline, a retry, what was enqueued),
+        else the sampler's; its values canonicalised (``invalid``, recorded FAIL, when the
+        engine refuses them), its configuration hash stored. Its writes are one
+        transaction."""
         from optuna.trial import TrialState
 
-        failed = []
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            self._requeue_unmeasured(t, t.user_attrs.get(ROLE, Role.TRIAL.value),
-                                     "the driver running it died")
-            failed.append(t.number)
-        return failed
-
-    def enqueue_baseline(self) -> None:
-        if not any(t.role == Role.BASELINE and t.state in ("COMPLETE", "WAITING", "RUNNING")
-                   for t in self.trials()):
-            self.study.enqueue_trial(self.space.complete({}),
-                                     user_attrs={ROLE: Role.BASELINE.value})
-
-    # -- one trial: propose, then record ----------------------------------------------------
-    def propose(self, canonicalize: Canonicalize, *,
-                planned: tuple[dict[str, Any], str] | None = None) -> Proposal:
-        """The next configuration: a queued one first (the baseline, a retry), else
-        ``planned`` (values, why: the search plan's), else the sampler's. Its writes are
-        one transaction."""
         with one_transaction(self.study._storage):
-            return self._propose(canonicalize, planned)
+            trial = self.study.ask()
+            role = Role(trial.user_attrs.get(ROLE, Role.TRIAL.value))
+            try:
+                config, repaired = canonicalize(suggest(self.space, trial))
+            except UserError as exc:
+                trial.set_user_attr("reason", "launch_error")
+                trial.set_user_attr("message", str(exc))
+                self.study.tell(trial, state=TrialState.FAIL)
+                return Proposal(trial.number, role, "invalid")
+            if repaired:
+                trial.set_user_attr("repaired", repaired)
+            h = config.hash()
+            trial.set_user_attr("config_hash", h)
+            return Proposal(trial.number, role, "run", config, h, trial=trial,
+                            final_sample=bool(trial.user_attrs.get("final_sample")),
+                            remeasure_of=trial.user_attrs.get("remeasure_of"))
 
-    def _propose(self, canonicalize: Canonicalize,
-                 planned: tuple[dict[str, Any], str] | None) -> Proposal:
-        from optuna.trial import TrialState
-
-        if planned is not None and not self.study.get_trials(deepcopy=False,
-                                                             states=(TrialState.WAITING,)):
-            values, why = planned
-            self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value,
-                                                         "proposed_by": why})
-        trial = self.study.ask()
-        role = Role(trial.user_attrs.get(ROLE, Role.TRIAL.value))
-        values = suggest(self.space, trial)
-        try:
-            config, repaired = canonicalize(values)
-        except UserError as exc:
-            from optuna.trial import TrialState
-
-            trial.set_user_attr("reason", "launch_error")
-            trial.set_user_attr("message", str(exc))
-            self.study.tell(trial, state=TrialState.FAIL)
-            return Proposal(trial.number, role, "invalid")
-        if repaired:
-            trial.set_user_attr("repaired", repaired)
-        h = config.hash()
-        trial.set_user_attr("config_hash", h)
-        earlier = self.measured().get(h)
-        if earlier is not None and role not in (Role.BASELINE, Role.REMEASURE):
-            self._copy(trial, earlier.number)
-            return Proposal(trial.number, role, "repeat", config, h)
-        if h in self._inflight and role != Role.REMEASURE:
-            self._waiting.setdefault(h, []).append(trial)
-            return Proposal(trial.number, Role.DUPLICATE, "wait", config, h, trial=trial)
-        self._inflight[h] = trial.number
-        return Proposal(trial.number, role, "run", config, h, trial=trial,
-                        final_sample=bool(trial.user_attrs.get("final_sample")),
-                        remeasure_of=trial.user_attrs.get("remeasure_of"))
+    def copy(self, proposal: Proposal, earlier_number: int) -> None:
+        """Tell ``proposal``'s trial (a repeat) what trial ``earlier_number`` measured: the
+        same configuration, answered without a launch."""
+        assert proposal.trial is not None, "a repeat is told through its trial"
+        copy_result(self.study, proposal.trial, earlier_number)
 
     def record(self, proposal: Proposal, result: TrialResult, *, requeue: bool = False
                ) -> str:
         """Tell ``proposal``'s result; return ``COMPLETE``, ``FAIL``, or ``RETRY`` (a FAIL
         whose flaky start-up is launched once more; another FAIL is a failure the sampler sees
         as a stand-in, :mod:`tuner.study._stand_ins`);
-        ``requeue`` queues the configuration once more (a lost worker); repeats that waited
-        on it are answered. The record (with the copies) is one transaction."""
+        ``requeue`` queues the configuration once more (a lost worker). One transaction."""
         with one_transaction(self.study._storage):
             return self._record(proposal, result, requeue)
 
@@ -313,35 +343,7 @@ class SweepStudy:
             state = "RETRY"
         elif state == "FAIL" and requeue:
             self._enqueue_retry(proposal.trial, proposal.role.value)
-        h = proposal.config_hash or ""
-        self._inflight.pop(h, None)
-        for dup in self._waiting.pop(h, []):
-            self._copy(dup, proposal.number)
         return state
-
-    def remeasure(self, canonicalize: Canonicalize, number: int, confirm: bool = False,
-                  held: dict[str, Any] | None = None, *, final_sample: bool = False
-                  ) -> Proposal:
-        """Launch trial ``number``'s configuration again (the finals): a ``remeasure``
-        trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
-        launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
-        knobs set above the baseline's (the pick's largest KV pool that still serves)."""
-        base = trial_at(self.study, number)
-        attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
-                                 "confirm": confirm}
-        if held:
-            attrs["held"] = held
-        if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
-            attrs["final_sample"] = True
-            config = base.user_attrs.get("config") or dict(base.params)
-            attrs["numerics"] = {k: config[k] for k in self.space.numerics_knobs
-                                 if k in config}
-            # a pass holds for this speed configuration only, speculation included
-            # (lossless in principle, not in every build); a refusal for its numerics
-            attrs["speed"] = {k: v for k, v in config.items()
-                              if k not in self.space.capacity_knobs}
-        self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
-        return self.propose(canonicalize)
 
     @staticmethod
     def _flaky(proposal: Proposal, result: TrialResult) -> bool:
@@ -357,21 +359,19 @@ class SweepStudy:
     def abandon(self, proposal: Proposal, why: str) -> None:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
         a failure nor counted; FAIL it as ``recovered`` and queue the configuration again,
-        as :meth:`recover` does for a dead driver's trials."""
+        as :meth:`resume` does for a dead driver's trials."""
         assert proposal.trial is not None
         self._requeue_unmeasured(proposal.trial, proposal.role.value, why)
-        self._inflight.pop(proposal.config_hash or "", None)
 
-    def cancel_waiting(self, reason: str) -> None:
-        """FAIL every repeat still waiting on a trial that will not finish (Ctrl-C)."""
+    def discard(self, repeats: list[Proposal], reason: str) -> None:
+        """FAIL ``repeats`` that waited on a trial that will not finish (Ctrl-C)."""
         from optuna.trial import TrialState
 
         with one_transaction(self.study._storage):
-            for trials in self._waiting.values():
-                for trial in trials:
-                    trial.set_user_attr("reason", reason)
-                    self.study.tell(trial, state=TrialState.FAIL)
-        self._waiting.clear()
+            for repeat in repeats:
+                assert repeat.trial is not None
+                repeat.trial.set_user_attr("reason", reason)
+                self.study.tell(repeat.trial, state=TrialState.FAIL)
 
     # -- inside -----------------------------------------------------------------------------
     def _requeue_unmeasured(self, trial: optuna.Trial | FrozenTrial, role: str, why: str) -> None:
@@ -395,6 +395,3 @@ class SweepStudy:
             if key in trial.user_attrs:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)
-
-    def _copy(self, trial: optuna.Trial, earlier_number: int) -> None:
-        copy_result(self.study, trial, earlier_number)

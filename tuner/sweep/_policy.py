@@ -13,13 +13,13 @@ knobs held) whose every configuration is measured goes to its finals at once, ho
 of the budget is left, and the sweep ends after them (:meth:`SearchPolicy.finished`):
 proposing measured configurations again would only store copies.
 
-The driver asks :meth:`SearchPolicy.next` for a proposal whenever a slot is free and runs
-it; this module never launches or records anything itself.
+The scheduler asks :meth:`SearchPolicy.suggest` whenever a slot is free, and makes the
+suggestion a trial and launches it: this module reads the study and never writes it, nor
+launches or records anything (the searcher contract, :mod:`tuner.sweep._searcher`).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -28,16 +28,24 @@ from typing import Any
 from tuner.space import SearchSpace
 from tuner.study import Proposal
 from tuner.study import Role
-from tuner.study import SweepStudy
+from tuner.study import StudyReads
 from tuner.study import TrialSummary
 from tuner.sweep._final_sample import FAILED
 from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
 from tuner.sweep._final_sample import PENDING
 from tuner.sweep._final_sample import final_baseline
-from tuner.trial import EarlyStop
+from tuner.sweep._searcher import Ask
+from tuner.sweep._searcher import Planned
+from tuner.sweep._searcher import Remeasure
+from tuner.sweep._searcher import Searcher
+from tuner.sweep._searcher import Suggestion
+from tuner.sweep._searcher import Turn
+from tuner.sweep._searcher import Wait
 
 
 if TYPE_CHECKING:
+    from tuner.engines import Engine
+    from tuner.space import Workload
     from tuner.sweep._settings import SweepSettings
 
 
@@ -79,9 +87,10 @@ def every_config(space: SearchSpace, canonical: Callable[[dict[str, Any]], tuple
     return out
 
 
-class SearchPolicy:
-    """``canonical``: values -> (canonical configuration, why it was repaired or None);
-    ``capacity``: the capacity knobs a load regime searches (screened first)."""
+class SearchPolicy(Searcher):
+    """The product's searcher. ``canonical``: values -> (canonical configuration, why it
+    was repaired or None); ``capacity``: the capacity knobs a load regime searches
+    (screened first)."""
 
     def __init__(self, space: SearchSpace, settings: SweepSettings, *, questions: int,
                  scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
@@ -104,6 +113,9 @@ class SearchPolicy:
         self.space = space
         #: the sampler's proposals in a row that repeated a measured configuration
         self.repeats = 0
+        #: the last suggestion was the plan's or the sampler's (whose repeats are counted),
+        #: and the plan's own
+        self._searched = self._from_plan = False
         #: launches counted when every configuration was found measured (None: not yet)
         self.exhausted_at: int | None = None
         self.plan = None
@@ -114,11 +126,27 @@ class SearchPolicy:
                                    seed=settings.seed, explore_every=settings.explore_every,
                                    first=capacity)
 
-    def next(self, sweep: SweepStudy, baseline: TrialSummary | None, *, launched: int,
-             started: float) -> Proposal | None:
-        """The next proposal (launch it unless its kind says otherwise), or None: nothing
-        may start now (the confirmations wait for the baseline's final-sample launch)."""
-        elapsed = time.monotonic() - started
+    @classmethod
+    def for_sweep(cls, space: SearchSpace, engine: Engine, workload: Workload,
+                  settings: SweepSettings) -> SearchPolicy:
+        """The searcher of a sweep of ``space`` (as its file declares it) on ``engine``
+        serving ``workload``: several users at once make the capacity knobs searched, and
+        screened first."""
+        from tuner.sweep._scheduler import canonicalizer
+
+        searched = space.for_workload(workload)
+        held = space.capacity_knobs
+        return cls(searched, settings, questions=workload.questions,
+                   scored=workload.kind == "gsm8k", sample_beside=workload.kind != "gsm8k",
+                   regimes=bool(workload.regimes),
+                   capacity=held if searched.capacity_knobs != held else (),
+                   canonical=canonicalizer(engine, searched))
+
+    def suggest(self, sweep: StudyReads, turn: Turn) -> Suggestion:
+        """What to launch next (:class:`Wait`: the confirmations wait for the baseline's
+        final-sample launch)."""
+        baseline, launched, elapsed = turn.baseline, turn.launched, turn.elapsed_s
+        self._searched = False
         finalist = None
         if baseline is not None and self.exhausted_at is None and self._every and not (
                 self._lacking(sweep.trials(), FINISHED)):
@@ -129,7 +157,7 @@ class SearchPolicy:
                 trials=self.s.trials, launched=launched, elapsed_s=elapsed,
                 rows=sweep.trials()):
             if sweep.queued():        # a finals launch queued again (its trial process
-                return sweep.propose(self.canonical)     # died) goes first: a new one on
+                return Ask()                             # died) goes first: a new one on
             again = self._regime_confirmation(sweep)     # top of it would stay WAITING
             if again is not None:
                 return again
@@ -146,12 +174,19 @@ class SearchPolicy:
             left = self._lacking(sweep.trials())   # the sampler circles what it measured:
             if left:                            # an enumerable space's unmeasured one
                 planned = (left[0], "not yet measured (the sampler repeats itself)")
-        prop = sweep.propose(self.canonical, planned=planned)
+        self._searched, self._from_plan = True, from_plan
+        return Ask() if planned is None else Planned(*planned)
+
+    def proposed(self, suggestion: Suggestion, prop: Proposal) -> None:
+        """After the plan's or the sampler's turn: count the sampler's repeats in a row; a
+        planned configuration that was not taken (a queued trial went first) is planned
+        again later."""
+        if not self._searched:
+            return
         self.repeats = self.repeats + 1 if prop.kind in ("repeat", "wait") else 0
-        if from_plan and self.plan is not None and (
+        if self._from_plan and self.plan is not None and (
                 prop.config_hash != self.plan.last):
             self.plan.not_taken()
-        return prop
 
     @cached_property
     def _every(self) -> dict[str, dict[str, Any]] | None:
@@ -165,13 +200,16 @@ class SearchPolicy:
         have = {s.config_hash for s in rows if states is None or s.state in states}
         return [v for h, v in (self._every or {}).items() if h not in have]
 
+    def exhausted(self) -> bool:
+        return self.exhausted_at is not None
+
     def finished(self, launched: int) -> bool:
         """The space was exhausted and its finals' launches are spent: the sweep ends
         with budget left (it says so)."""
         return self.exhausted_at is not None and launched >= (
             self.exhausted_at + self.finals.reserve)
 
-    def _regime_centers(self, sweep: SweepStudy) -> list[TrialSummary]:
+    def _regime_centers(self, sweep: StudyReads) -> list[TrialSummary]:
         """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`),
         first places of every regime first: the local search also looks around them,
         since a regime's best is often not batch 1's (docs/performance.md, "Load
@@ -185,7 +223,7 @@ class SearchPolicy:
         return [cs[i].configuration.first for i in range(max(map(len, ranked), default=0))
                 for cs in ranked if i < len(cs)]
 
-    def _regime_confirmation(self, sweep: SweepStudy) -> Proposal | None:
+    def _regime_confirmation(self, sweep: StudyReads) -> Remeasure | None:
         """In the finals, first: a second launch of each load regime's pick measured once.
         Its SLA verdict then rests on two launches (every one must be within it): one
         reading near a binding bound passed by noise in the search benchmark."""
@@ -198,30 +236,20 @@ class SearchPolicy:
         for g in regime_answers(sweep.answer(rows), rows):
             p = g.pick
             if p is not None and p.launches == 1 and p.number not in again:
-                return sweep.remeasure(self.canonical, p.number)
+                return Remeasure(p.number)
         return None
 
-    def _finals(self, sweep: SweepStudy, baseline: TrialSummary, number: int, confirm: bool,
-                held: dict[str, Any] | None) -> Proposal | None:
+    def _finals(self, sweep: StudyReads, baseline: TrialSummary, number: int, confirm: bool,
+                held: dict[str, Any] | None) -> Suggestion:
         final = self.final_questions is not None
         first = final_baseline(sweep.trials(), baseline.number) if final else None
         if first == PENDING:
-            return None
+            return Wait()
         if final and first is None:
-            return sweep.remeasure(self.canonical, baseline.number, final_sample=True)
+            return Remeasure(baseline.number, final_sample=True)
         again = final and first != FAILED and not (
             self.sample_beside and _sampled(sweep.trials(), number))
-        return sweep.remeasure(self.canonical, number, confirm, held, final_sample=again)
-
-    def early_stop(self, sweep: SweepStudy, prop: Proposal,
-                   baseline: TrialSummary | None) -> EarlyStop | None:
-        """For a search trial once the baseline is measured: judge it against the best so
-        far's TPOT interval (never the baseline's own run or the finals')."""
-        if self.s.early_stop <= 0 or baseline is None or prop.role != Role.TRIAL:
-            return None
-        best = sweep.best()
-        high = best.tpot_ci95[1] if best is not None and best.tpot_ci95 else None
-        return EarlyStop(self.s.early_stop, slower_than_ms=high)
+        return Remeasure(number, confirm, held or {}, final_sample=again)
 
 
 def _sampled(rows: list[TrialSummary], number: int) -> bool:

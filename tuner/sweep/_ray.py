@@ -164,7 +164,7 @@ class RayRunner(TrialRunner):
         driver is killed even during ``ray.init`` (which once left Ray's agents running for
         a minute). The trial servers carry the same tag."""
         from tuner.sweep import _reaper
-        from tuner.sweep._driver import OWNER_ENV
+        from tuner.sweep._scheduler import OWNER_ENV
 
         self.node_id = f"ray-{uuid.uuid4().hex}"
         before = os.environ.get(OWNER_ENV)
