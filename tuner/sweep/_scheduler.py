@@ -60,6 +60,8 @@ MAX_REPEATS_IN_A_ROW = 50
 
 
 class FatalSweepError(UserError):
+    """The sweep cannot go on (the baseline failed, the storage failed): exit 1."""
+
     exit_code = 1
 
 
