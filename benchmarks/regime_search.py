@@ -1,7 +1,8 @@
 """How close does a sweep get to the true best configuration of a load regime? Ground truth
 by exhaustive enumeration, as ``search_efficiency.py`` does for batch 1.
 
-    .venv/bin/python benchmarks/regime_search.py --seeds 6 --budget 30 --sla-ms 60
+    .venv/bin/python benchmarks/regime_search.py --seeds 6 --budget 30 --sla-ms 60 \
+        --cache benchmarks/.cache
 
 The space is the shipped Spark space, whose capacity knobs (the memory fraction and
 ``max_running``, 1 to 16 requests at once, the decode graphs derived from it) a regime of
@@ -84,21 +85,57 @@ class RegimeWorld(World):
         self.outputs = [min(CAP, max(2, round(g.output_tokens_median * math.exp(
             rng.gauss(0.0, g.output_tokens_sigma))))) for _ in range(requests)]
         self.regime: dict[str, RegimeResult | None] = {}
+        self.regime_keys: dict[str, str] = {}      # config hash -> its key in ``regime``
 
     def in_regime(self, config: Any) -> RegimeResult | None:
         """The regime's noise-free figures (None: the configuration does not start). Two
         configurations of one speed that admit as many requests at once replay alike."""
         if not self.truth(config).starts:
             return None
-        plan = self.engine.plan(self.space, config)
-        core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
-                        self.model)
-        fits = min(core.limits.max_running, core.limits.pool_tokens // (PROMPT + CAP))
-        key = (f"{self.speed_space.speed_key(config.as_dict())}|{max(1, fits)}|"
-               f"{core.limits.graph_bs}")            # the graphs pad what runs at once
-        if key not in self.regime:
-            self.regime[key] = self._regime(core)
+        key = self.regime_keys.get(config.hash())
+        if key is None or key not in self.regime:
+            plan = self.engine.plan(self.space, config)
+            core = core_for(plan.argv[plan.argv.index("--model-path"):], self.machine,
+                            self.model)
+            fits = min(core.limits.max_running, core.limits.pool_tokens // (PROMPT + CAP))
+            key = (f"{self.speed_space.speed_key(config.as_dict())}|{max(1, fits)}|"
+                   f"{core.limits.graph_bs}")            # the graphs pad what runs at once
+            self.regime_keys[config.hash()] = key
+            if key not in self.regime:
+                self.regime[key] = self._regime(core)
         return self.regime[key]
+
+    def cache_file(self, folder: Path) -> Path:
+        """Where this truth is kept between runs: named by the space, the regime's shape
+        and the source of everything that computes it (the simulator, the engine adapter,
+        the space model, this file), so a change to any of them computes it afresh."""
+        import hashlib
+
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(f"{self.sla_ms}|{self.requests}|".encode())
+        h.update((self.space.source.read_bytes() if self.space.source else b"") +
+                 repr(self.space.spec.model_dump()).encode())
+        for sub in ("tuner_sim", "tuner/engines", "tuner/space", "tuner/models"):
+            for f in sorted((root / sub).rglob("*.py")):
+                h.update(f.read_bytes())
+        h.update(Path(__file__).read_bytes())
+        return folder / f"regime-truth-{h.hexdigest()[:16]}.pkl"
+
+    def load(self, path: Path) -> bool:
+        import pickle
+
+        if not path.is_file():
+            return False
+        self.cache, self.perf, self.regime, self.regime_keys = pickle.loads(
+            path.read_bytes())
+        return True
+
+    def save(self, path: Path) -> None:
+        import pickle
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps((self.cache, self.perf, self.regime,
+                                       self.regime_keys)))
 
     def _regime(self, core: Any) -> RegimeResult:
         r = closed_loop(core, prompts=self.requests, concurrency=16, input_tokens=PROMPT,
@@ -176,12 +213,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--requests", type=int, default=64)
     p.add_argument("--cv", type=float, default=0.025)
     p.add_argument("--launch-cv", type=float, default=0.02)
+    p.add_argument("--cache", type=Path, default=None,
+                   help="a folder to keep the enumerated truth in between runs (it is "
+                        "recomputed when the space, the simulator or the engine adapter "
+                        "changed); by default it is computed afresh")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     world = RegimeWorld(load_space(args.sla_ms, args.requests), args.sla_ms, args.requests)
+    cached = world.cache_file(args.cache) if args.cache else None
+    loaded = cached is not None and world.load(cached)
     truths = world.enumerate()
     configs = {h: world.engine.canonicalize(world.space, t.config) for h, t in truths.items()}
     good = {h: world.goodput(c) for h, c in configs.items()}
+    if cached is not None and not loaded:
+        world.save(cached)
     best_h = max(good, key=lambda h: good[h])
     base = world.baseline()
     ok1 = [h for h, t in truths.items() if feasible(t, base, world.space)]

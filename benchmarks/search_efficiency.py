@@ -26,7 +26,10 @@ seeds (medians, and the worst seed for pick_ratio):
   within 2% of the best (in the longest run; inf when never);
 - ``reported_bias``: the pick's reported TPOT (its pooled estimate,
   ``tuner.study.estimates``) / its true TPOT - 1;
-- ``failing_share``: share of measured trials that failed to launch.
+- ``failing_share``: share of measured trials that failed to launch;
+- ``picks_over_5pct``: seeds whose pick is more than 5% slower than the truth's best;
+  ``pick_ratio_mean``: the mean pick ratio (an infeasible pick counted as 2); with
+  ``--json`` each seed's ratio too (``pick_ratios``, in seed order).
 """
 
 from __future__ import annotations
@@ -385,7 +388,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "trials_to_2pct_median": _median(to2),
                     "reported_bias_median": round(_median([r.reported_bias for r in rs]), 4),
                     "failing_share": round(statistics.fmean(r.failing_share for r in rs), 4),
+                    # the tail: picks 5% or more off the truth, and each seed's ratio
+                    "picks_over_5pct": sum(r.pick_ratio > 1.05 for r in rs),
+                    "pick_ratio_mean": round(statistics.fmean(min(r.pick_ratio, 2.0)
+                                                              for r in rs), 4),
                 }
+                if args.json:
+                    per_budget[str(b)]["pick_ratios"] = [round(r.pick_ratio, 4) for r in rs]
             out["samplers"][sampler] = per_budget
             if not args.json:
                 print(sampler, json.dumps(per_budget), flush=True)

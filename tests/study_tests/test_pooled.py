@@ -292,3 +292,59 @@ def test_a_finalist_with_fewer_numerics_changes_leads_only_within_noise() -> Non
     # the FP32 head (one change fewer) trails the FP8 head by 5% on two or three launches:
     # the intervals overlap, yet the lead is more than a standard error (seed 112)
     assert lead([15.2, 16.07, 14.93], [15.77, 16.7], fp32_head) == "best"
+
+
+def test_the_fastest_so_far_is_launched_again_before_the_search_moves_from_it() -> None:
+    """One lucky reading took the search's center and the finals (search benchmark seed
+    108): the fastest feasible configuration with one launch is launched again first."""
+    f = Finals(trials=30, hours=None, share=0.2)
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 16.2)]
+    assert f.contender(rows) == 2
+    rows.append(dataclasses.replace(_row(3, 17.4, Role.REMEASURE, of=2), contender=True))
+    # #2 now pools 16.2 and 17.4 (16.8): the fastest by pooled mean, twice launched
+    assert f.contender(rows) is None
+    rows.append(_row(4, 16.5))                     # a new, once-read leader
+    assert f.contender(rows) == 4
+    # the search's own re-measurements are pooled, never counted as the finals' race
+    from tuner.sweep._finals import race_launches
+
+    assert race_launches(rows) == {} and estimates(None, rows)[2].launches == 2
+
+
+def test_finals_started_early_race_the_rest_of_the_budget_and_drop_the_clearly_slower(
+        ) -> None:
+    """The search has nothing left worth a launch at 20 of 30: the finals race 10 - 2
+    launches (the confirmations stay a third of the 6 the budget reserved), and a finalist
+    clearly behind the fastest (beyond two standard errors) gets none of them."""
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.3), _row(3, 17.9)]
+    # two launches each so far: a spread of about 1% of a launch
+    for n, again in ((1, 17.2), (2, 17.1), (3, 18.1)):
+        rows.append(dataclasses.replace(_row(10 + n, again, Role.REMEASURE, of=n),
+                                        contender=True))
+    f = Finals(trials=30, hours=None, share=0.2)
+    assert not f.due(trials=30, launched=20, elapsed_s=0)
+    f.start_now(10)
+    assert f.due(trials=30, launched=20, elapsed_s=0)
+    readings = {1: iter([17.4, 16.8, 17.3, 16.9]), 2: iter([17.0, 17.6, 16.9, 17.5])}
+    picked = []
+    for i in range(8):
+        number, confirm, _ = f.choose(rows)  # type: ignore[misc]
+        assert not confirm
+        picked.append(number)
+        rows.append(_row(30 + i, next(readings[number]), Role.REMEASURE, of=number))
+    assert sorted(picked) == [1] * 4 + [2] * 4       # #3 (18.0 against 17.1) is out
+    number, confirm, _ = f.choose(rows)  # type: ignore[misc]
+    assert confirm and number == 1                  # the race is over: confirm its leader
+
+
+def test_the_race_ends_once_one_finalist_is_clearly_ahead() -> None:
+    rows = [_row(0, 30.0, Role.BASELINE), _row(1, 17.0), _row(2, 17.3)]
+    rows += [_row(5, 17.1, Role.REMEASURE, of=1), _row(6, 17.0, Role.REMEASURE, of=2)]
+    f = Finals(trials=30, hours=None, share=0.2)
+    f.start_now(10)
+    race = [f.choose(rows)[:2]]              # 0.10 ms apart, two standard errors 0.32
+    rows += [_row(7, 17.05, Role.REMEASURE, of=1), _row(8, 17.4, Role.REMEASURE, of=2)]
+    race.append(f.choose(rows)[:2])          # 0.18 apart, 0.25
+    rows += [_row(9, 17.0, Role.REMEASURE, of=1), _row(10, 17.35, Role.REMEASURE, of=2)]
+    race.append(f.choose(rows)[:2])          # 0.22 apart, 0.19: #2 is out, #1 confirmed
+    assert race == [(1, False), (1, False), (1, True)]

@@ -157,7 +157,8 @@ def test_the_product_searcher_suggests_every_kind(tmp_path: Path) -> None:
     rows = summaries(optuna.load_study(study_name="s",
                                        storage=f"sqlite:///{tmp_path / 'regimes' / 's.db'}"))
     (sixteen,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
-    first = next(s for s in regimes if isinstance(s, Remeasure))
+    # the search's own re-measurements of its fastest so far aside (``contender``)
+    first = next(s for s in regimes if isinstance(s, Remeasure) and not s.contender)
     # the race would begin with the fastest finalist at batch 1 (#11 here)
     assert sixteen.pick is not None and first == Remeasure(sixteen.pick.number)
 

@@ -83,8 +83,9 @@ def test_no_speed_trial_differs_from_another_only_in_a_capacity_knob_with_model_
         study, runner = run(d, trials=30, seed=3, staged=staged, sampler=sampler)
         measured = [s for s in summaries(study) if s.measured]
         keys = [SPACE.speed_key(s.config) for s in measured]
-        assert len(keys) == len(set(keys)) == 24      # then 6 finals launches (20% of 30)
-        assert len(runner.launched) == 30
+        assert len(keys) == len(set(keys)) >= 20      # then the finals' launches (the
+        again = [s for s in summaries(study) if s.role.value == "remeasure"]  # search's
+        assert len(keys) + len(again) == len(runner.launched) <= 30       # own too)
         assert {s.config["mem_fraction"] for s in measured} == {0.68}
         # only the finals' confirmations of the pick try the space's cap (its KV pool)
         assert {s.config["mem_fraction"] for s in summaries(study) if s.confirm} == {0.7}
@@ -274,3 +275,68 @@ def test_a_regime_of_many_users_screens_the_capacity_first_largest_first() -> No
     assert {s["max_running"] for s in first[4:]} == {1}
     assert sorted(map(str, first[4:])) == sorted(map(str, screens(loaded)[:-4]))
     assert screens(space) == [s for s in screens(loaded) if s["max_running"] == 1]
+
+
+def test_a_move_is_priced_by_measured_pairs_its_children_going_with_their_parent() -> None:
+    from tuner.sweep._strategy import move_effects
+    from tuner.sweep._strategy import move_of
+
+    dspark = SPACE.complete({"speculative": "DSPARK", "dspark_block_size": 9})
+    off = SPACE.complete({})
+    # gamma leaves with speculation: the move is speculation's alone
+    assert move_of(SPACE, dspark, off) == (("speculative", "'DSPARK'", "'off'"),)
+    assert move_of(SPACE, dspark, {**dspark, "dspark_block_size": 8}) == (
+        ("dspark_block_size", "9", "8"),)
+    assert move_of(SPACE, off, {**off, "mem_fraction": 0.6}) == ()     # capacity: no move
+    rows = [SimpleNamespace(config=off, tpot_ms=26.0),
+            SimpleNamespace(config=SPACE.complete({"speculative": "DSPARK"}), tpot_ms=16.0),
+            SimpleNamespace(config=SPACE.complete({"moe_backend": "marlin"}), tpot_ms=27.0),
+            SimpleNamespace(config=SPACE.complete({"moe_backend": "marlin",
+                                                   "speculative": "DSPARK"}), tpot_ms=18.0)]
+    effects = move_effects(SPACE, rows)
+    # DSPARK -> off, measured beside both kernels: the median of 26/16 and 27/18
+    assert abs(effects[move_of(SPACE, dspark, off)] - (26 / 16 * 27 / 18) ** 0.5) < 1e-9
+    assert abs(effects[move_of(SPACE, off, dspark)] * effects[move_of(SPACE, dspark, off)]
+               - 1) < 1e-9
+
+
+def test_the_local_search_leaves_moves_measured_as_slow_and_then_hands_over() -> None:
+    """Around DSPARK on humming with the FP8 head: speculation off or NEXTN, priced 1.6-1.7x
+    by the screens, is never proposed; once the rest of the neighbourhood is measured the
+    plan says it is exhausted (the finals may start: tuner/sweep/_policy.py)."""
+    from tuner.sweep._strategy import EXHAUSTED
+
+    plan, measured, baseline = _plan_after_screens({
+        "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
+        "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (25.0, 24.8, 25.2),
+        "DSPARK": (15.0, 14.8, 15.2)})
+    measured[plan.hash_of(SPACE.complete({}))] = SimpleNamespace(
+        config=SPACE.complete({}), feasible=True, tpot_ms=26.0, tpot_ci95=[25.5, 26.5],
+        number=0)
+    plan.explore_every = 0
+    plan.combos, plan.probes = [], []
+    best_cfg = SPACE.complete({"moe_backend": "humming", "lm_head": "fp8",
+                               "speculative": "DSPARK"})
+    best = SimpleNamespace(config=best_cfg, feasible=True, tpot_ms=13.0,
+                           tpot_ci95=[12.8, 13.2], number=9)
+    measured[plan.hash_of(best_cfg)] = best
+    proposed = []
+    while (got := plan.next(measured, best, baseline)) is not EXHAUSTED:
+        cfg, why = got  # type: ignore[misc]
+        assert why == "neighbour"
+        proposed.append(cfg)
+        measured[plan.hash_of(cfg)] = SimpleNamespace(
+            config=cfg, feasible=True, tpot_ms=14.0, tpot_ci95=[13.8, 14.2], number=10)
+    from tuner.sweep._strategy import move_effects
+    from tuner.sweep._strategy import move_of
+
+    assert proposed and all(c["speculative"] == "DSPARK" for c in proposed)
+    done = {plan.hash_of(c) for c in proposed}
+    left = [c for c in neighbours(SPACE, best_cfg) if plan.hash_of(c) not in done]
+    assert {c["speculative"] for c in left} == {"off", "NEXTN", "DSPARK"}
+    # what is left is what the measured pairs price slower than HOPELESS (the FP32 and
+    # BF16 heads too: 26 and 25.8 against the FP8 head's 23)
+    effects = move_effects(SPACE, measured.values())
+    assert all(effects[move_of(SPACE, best_cfg, c)] > plan.HOPELESS for c in left)
+    assert sorted(c["lm_head"] for c in left if c["speculative"] == "DSPARK") == [
+        "bf16", "fp32"]

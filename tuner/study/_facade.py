@@ -262,16 +262,19 @@ class SweepStudy:
                                                      "proposed_by": why})
 
     def enqueue_remeasure(self, number: int, *, confirm: bool = False,
-                          held: dict[str, Any] | None = None, final_sample: bool = False
-                          ) -> None:
+                          held: dict[str, Any] | None = None, final_sample: bool = False,
+                          contender: bool = False) -> None:
         """Queue trial ``number``'s configuration again (the finals): a ``remeasure``
         trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
         launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
         knobs set above the baseline's (the pick's largest KV pool that still serves);
-        ``final_sample``: on the final accuracy sample."""
+        ``final_sample``: on the final accuracy sample; ``contender``: the search's own,
+        before its finals (not one of the finals' race)."""
         base = trial_at(self.study, number)
         attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
                                  "confirm": confirm}
+        if contender:
+            attrs["contender"] = True
         if held:
             attrs["held"] = held
         if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
@@ -391,7 +394,8 @@ class SweepStudy:
     def _enqueue_retry(self, trial: optuna.Trial | FrozenTrial, role: str) -> None:
         attrs = {ROLE: role, "retry_of": trial.number}
         # a finals launch stays one
-        for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics", "speed"):
+        for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics", "speed",
+                    "contender"):
             if key in trial.user_attrs:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)

@@ -95,10 +95,11 @@ def estimates(study: optuna.Study | None, trials: list[TrialSummary] | None = No
     return out
 
 
-def behind_within_noise(slower: Estimate, faster: Estimate, spread: list[Estimate]) -> bool:
-    """Whether ``slower``'s mean trails ``faster``'s by less than one standard error of the
-    difference, the launches' spread pooled over the estimates of ``spread`` with two or
-    more launches; False without such a spread (nothing says what noise is)."""
+def behind_within_noise(slower: Estimate, faster: Estimate, spread: list[Estimate],
+                        errors: float = 1.0) -> bool:
+    """Whether ``slower``'s mean trails ``faster``'s by less than ``errors`` standard errors
+    of the difference, the launches' spread pooled over the estimates of ``spread`` with
+    two or more launches; False without such a spread (nothing says what noise is)."""
     parts = [(len(e.readings) - 1, statistics.variance(e.readings)) for e in spread
              if len(e.readings) > 1]
     dof = sum(d for d, _ in parts)
@@ -106,7 +107,7 @@ def behind_within_noise(slower: Estimate, faster: Estimate, spread: list[Estimat
         return False
     sd = math.sqrt(sum(d * var for d, var in parts) / dof)
     se = sd * math.sqrt(1 / len(slower.readings) + 1 / len(faster.readings))
-    return slower.tpot_ms - faster.tpot_ms < se
+    return slower.tpot_ms - faster.tpot_ms < errors * se
 
 
 def feasible_estimates(study: optuna.Study | None, trials: list[TrialSummary] | None = None

@@ -66,6 +66,9 @@ class TrialSummary:
     duplicate_of: int | None = None
     remeasure_of: int | None = None
     confirm: bool = False                        # a finals' confirmation launch of the pick
+    #: a re-measurement the search took before its finals (the fastest so far, launched
+    #: again before the local search moves around it): pooled, not one of the finals' race
+    contender: bool = False
     #: a finals launch on the final (larger) accuracy sample (``--final-questions``)
     final_sample: bool = False
     #: of a final-sample launch: the knob values its accuracy verdict holds for
@@ -122,6 +125,7 @@ def summarize(trial: FrozenTrial) -> TrialSummary:
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),
+        contender=bool(a.get("contender")),
         final_sample=bool(a.get("final_sample")), numerics=a.get("numerics"), speed=a.get("speed"),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),

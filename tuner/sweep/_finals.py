@@ -5,8 +5,13 @@ launches taken after it was chosen.
 Finalists: the feasible configurations whose TPOT interval overlaps the best one's (the
 fastest ``max_finalists``). The last ``share`` of the trial budget (or of ``--hours``) is
 theirs: first a **race** (one launch at a time, always to the finalist with the fewest
-launches; ranked by the mean over all their launches), then **confirmation** launches of
-the race's leader. The pick is decided on the mean over all of each finalist's launches
+race launches; ranked by the mean over all their launches; a finalist whose mean trails
+the fastest's by two standard errors of the difference leaves it), then **confirmation**
+launches of the race's leader. When the search has nothing left worth a launch before
+that (:meth:`Finals.start_now`), the finals start then and race over the rest of the
+budget; once decided and confirmed the sweep ends. The search's own re-measurements of its
+fastest so far (:meth:`Finals.contender`) are pooled like any launch but are not the
+race's. The pick is decided on the mean over all of each finalist's launches
 (:func:`tuner.study.answer_of`): the leader, unless another finalist's mean is ahead of it
 by more than one standard error of the difference; the TPOT reported is that mean, "x5"
 beside it five launches (:mod:`tuner.study._pooled`).
@@ -74,21 +79,24 @@ def race_launches(rows: list[TrialSummary]) -> dict[int, int]:
     out: dict[int, int] = {}
     for s in rows:
         if (s.role == Role.REMEASURE and not s.confirm and not s.recovered
-                and s.remeasure_of is not None):
+                and not s.contender and s.remeasure_of is not None):
             out[s.remeasure_of] = out.get(s.remeasure_of, 0) + 1
     return out
 
 
 class Finals:
     def __init__(self, *, trials: int | None, hours: float | None, share: float,
-                 max_finalists: int = 3, ladder: list[dict[str, Any]] | None = None,
+                 max_finalists: int | None = None, ladder: list[dict[str, Any]] | None = None,
                  questions: int = 0, final_questions: int | None = None,
                  numerics: Callable[[dict[str, Any]], int] | None = None) -> None:
-        self.max_finalists = max_finalists
+        self.max_finalists = max_finalists or self.MAX_FINALISTS
         self.numerics = numerics or (lambda config: 0)
         self.ladder = ladder or []
         self.reserve = (max(2, round(share * trials)) if trials and trials >= 10 and share
                         else 0)
+        #: the reserve the budget set (the finals' confirmations are a third of it, however
+        #: early the search hands over: :meth:`start_now`)
+        self.planned_reserve = self.reserve
         self.search_share = (1 - share) if hours and share else None
         #: a timed sweep confirms in the last third of its finals' time
         self.confirm_from = (1 - share / 3) if hours and share else None
@@ -101,6 +109,10 @@ class Finals:
         self.leader: int | None = None
         #: the finals run now whatever the budget says (the space is exhausted)
         self.forced = False
+        #: the finals started early (:meth:`start_now`) and are decided and confirmed:
+        #: nothing is left for the rest of the budget
+        self.settled = False
+        self.early = False
 
     @classmethod
     def for_space(cls, space: SearchSpace, **kw: Any) -> Finals:
@@ -134,7 +146,38 @@ class Finals:
         trial budget's reserve races and confirms over ``launches`` launches."""
         self.forced = True
         if not self.reserve:
-            self.reserve = launches
+            self.reserve = self.planned_reserve = launches
+
+    #: finalists at most (the fastest whose intervals overlap the fastest's)
+    MAX_FINALISTS = 3
+
+    #: standard errors of the difference within which fewer numerics changes lead
+    NUMERICS_SE = 1.0
+
+    #: launches the fastest configuration so far has before the local search moves from it
+    INCUMBENT_LAUNCHES = 2
+
+    def contender(self, rows: list[TrialSummary]) -> int | None:
+        """During the local search: the fastest feasible configuration so far (by its
+        pooled mean) when it has fewer than :attr:`INCUMBENT_LAUNCHES` launches, to be
+        launched again before the search moves around it, else None. One lucky reading
+        otherwise takes the search's center and often the finals (search benchmark seed
+        108: the BF16 head read 3% fast once, the search spent ten launches around it and
+        the true best, 3 configurations within 4% of it, missed the three finalists). Its
+        launches count toward the finals' race (:func:`race_launches`)."""
+        est = feasible_estimates(None, rows)
+        if not est:
+            return None
+        fastest = min(est.values(), key=lambda e: e.tpot_ms)
+        return fastest.number if fastest.launches < self.INCUMBENT_LAUNCHES else None
+
+    def start_now(self, launches: int) -> None:
+        """The search has nothing left worth a launch: the finals run now, over the
+        ``launches`` left of the trial budget at most (a longer race); once decided and
+        confirmed (a third of the reserve the budget set) they are :attr:`settled` and
+        the sweep ends."""
+        self.forced = self.early = True
+        self.reserve = max(self.reserve, launches)
 
     def choose(self, rows: list[TrialSummary], elapsed_s: float = 0.0
                ) -> tuple[int, bool, dict[str, Any] | None] | None:
@@ -154,17 +197,44 @@ class Finals:
                 :self.max_finalists]
         raced = race_launches(rows)
         if self.reserve:
-            racing = sum(raced.values()) < self.reserve - self._confirm_share()
+            racing = (sum(raced.get(n, 0) for n in self.finalists)
+                      < self.reserve - self._confirm_share())
         else:
             racing = not (self.confirm_from and self.hours and elapsed_s >= self.hours * 3600
                           - self._window(rows, 1 - self.confirm_from, 1))
-        if self.leader is None and racing:
-            number = min(self.finalists, key=lambda n: (
-                raced.get(n, 0), est[n].pooled_ms if n in est else 0.0))
+        alive = self._contending(est)
+        if self.leader is None and racing and len(alive) > 1:
+            number = min(alive, key=lambda n: (raced.get(n, 0), est[n].pooled_ms))
             return number, False, None
         if self.leader is None:
             self.leader = self._lead(rows, est)
+        if self.early and self._confirmed(rows) + 1 >= self._confirm_share():
+            self.settled = True             # this is the last confirmation
         return self.leader, True, self._held(rows, self.leader)
+
+    def _confirmed(self, rows: list[TrialSummary]) -> int:
+        """The leader's confirmation launches so far (running ones included)."""
+        return sum(1 for s in rows if s.role == Role.REMEASURE and s.confirm
+                   and not s.recovered and s.remeasure_of == self.leader)
+
+    #: standard errors of the difference behind the fastest finalist at which a finalist
+    #: leaves the race (its launches go to those still in contention)
+    OUT_OF_RACE_SE = 2.0
+
+    def _contending(self, est: dict[int, Any]) -> list[int]:
+        """The finalists still in the race: those whose pooled mean trails the fastest
+        finalist's by less than :attr:`OUT_OF_RACE_SE` standard errors of the difference
+        (the launches' spread pooled over every configuration launched twice or more;
+        every finalist while none was)."""
+        assert self.finalists is not None
+        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: est[n].pooled_ms)
+        if not ranked:
+            return []
+        spread = list(est.values())
+        if not any(len(e.readings) > 1 for e in spread):
+            return ranked                       # nothing says what noise is yet
+        return [n for n in ranked if n == ranked[0] or behind_within_noise(
+            est[n], est[ranked[0]], spread, self.OUT_OF_RACE_SE)]
 
     def _lead(self, rows: list[TrialSummary], est: dict[int, Any]) -> int:
         """The finalist to confirm: the fastest by pooled mean, unless one with fewer
@@ -176,7 +246,7 @@ class Finals:
         fastest = ranked[0]
         spread = [est[n] for n in ranked]
         close = [n for n in ranked if n == fastest
-                 or behind_within_noise(est[n], est[fastest], spread)]
+                 or behind_within_noise(est[n], est[fastest], spread, self.NUMERICS_SE)]
         configs = {s.number: s.config for s in rows}
         return min(close, key=lambda n: (self.numerics(configs.get(n, {})), est[n].pooled_ms))
 
@@ -201,4 +271,4 @@ class Finals:
         return between[0] if bad is None else between[len(between) // 2]
 
     def _confirm_share(self) -> int:
-        return max(1, self.reserve // 3)
+        return max(1, self.planned_reserve // 3)

@@ -41,6 +41,8 @@ from tuner.sweep._searcher import Searcher
 from tuner.sweep._searcher import Suggestion
 from tuner.sweep._searcher import Turn
 from tuner.sweep._searcher import Wait
+from tuner.sweep._strategy import Again
+from tuner.sweep._strategy import Exhausted
 
 
 if TYPE_CHECKING:
@@ -168,7 +170,18 @@ class SearchPolicy(Searcher):
         planned = None
         if self.plan is not None and baseline is not None:
             planned = self.plan.next(sweep.measured(), sweep.best(), baseline,
-                                     also=lambda: self._regime_centers(sweep))
+                                     also=lambda: self._regime_centers(sweep),
+                                     again=lambda: self.finals.contender(sweep.trials()))
+        if isinstance(planned, Again):
+            return Remeasure(planned.number, contender=True)
+        if isinstance(planned, Exhausted):
+            planned = None
+            if self.s.trials is not None and not self.s.hours:   # the finals start now
+                assert baseline is not None
+                self.finals.start_now(self.s.trials - launched)
+                finalist = self.finals.choose(sweep.trials(), elapsed_s=elapsed)
+                if finalist is not None:
+                    return self._finals(sweep, baseline, *finalist)
         from_plan = planned is not None
         if planned is None and self.repeats >= REPEATS_BEFORE_FILL and baseline is not None:
             left = self._lacking(sweep.trials())   # the sampler circles what it measured:
@@ -203,11 +216,17 @@ class SearchPolicy(Searcher):
     def exhausted(self) -> bool:
         return self.exhausted_at is not None
 
-    def finished(self, launched: int) -> bool:
-        """The space was exhausted and its finals' launches are spent: the sweep ends
-        with budget left (it says so)."""
-        return self.exhausted_at is not None and launched >= (
-            self.exhausted_at + self.finals.reserve)
+    def finished(self, launched: int) -> str | None:
+        """The space was exhausted and its finals' launches are spent, or the local search
+        had nothing left worth a launch and its finals are decided and confirmed: the sweep
+        ends with budget left (it says why)."""
+        if self.exhausted_at is not None and launched >= (
+                self.exhausted_at + self.finals.reserve):
+            return "every configuration of the space is measured and its finals are done"
+        if self.finals.settled:
+            return ("the search found nothing left worth a launch and its finals are "
+                    "decided and confirmed")
+        return None
 
     def _regime_centers(self, sweep: StudyReads) -> list[TrialSummary]:
         """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`),

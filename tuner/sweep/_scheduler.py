@@ -171,10 +171,10 @@ class Scheduler:
     def _budget_left(self) -> bool:
         if self.exhausted:
             return False
-        if self.searcher.finished(self.store.counted() + len(self.pending)):
+        why = self.searcher.finished(self.store.counted() + len(self.pending))
+        if why is not None:
             self.exhausted = True
-            self._say("stopping: every configuration of the space is measured and its finals "
-                      "are done (the rest of the budget is not needed)", now=True)
+            self._say(f"stopping: {why} (the rest of the budget is not needed)", now=True)
             return False
         if self.s.hours is not None and (
                 time.monotonic() - self.progress.started) > self.s.hours * 3600:
@@ -219,7 +219,8 @@ class Scheduler:
         if isinstance(suggestion, Remeasure):
             self.store.enqueue_remeasure(suggestion.number, confirm=suggestion.confirm,
                                          held=suggestion.held,
-                                         final_sample=suggestion.final_sample)
+                                         final_sample=suggestion.final_sample,
+                                         contender=suggestion.contender)
         with self.store.transaction():
             if isinstance(suggestion, Planned) and not self.store.queued():
                 self.store.enqueue(suggestion.values, suggestion.why)

@@ -48,12 +48,14 @@ class Remeasure:
     """Launch trial ``number``'s configuration again (the finals, a regime's pick):
     ``confirm``: a confirmation of the chosen pick, whose mean is its reported TPOT;
     ``held``: capacity knobs set above the baseline's; ``final_sample``: on the final
-    accuracy sample."""
+    accuracy sample; ``contender``: the search's own, before its finals (the fastest so
+    far launched again before the local search moves around it)."""
 
     number: int
     confirm: bool = False
     held: dict[str, Any] = field(default_factory=dict)
     final_sample: bool = False
+    contender: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class Searcher(abc.ABC):
         once). False by default."""
         return False
 
-    def finished(self, launched: int) -> bool:
-        """Whether nothing is left to launch at ``launched`` launches: the sweep ends with
-        budget left. False by default."""
-        return False
+    def finished(self, launched: int) -> str | None:
+        """Why nothing is left to launch at ``launched`` launches (the sweep ends with
+        budget left and says so), or None: go on. None by default."""
+        return None

@@ -36,9 +36,24 @@ on them, then searches the neighbourhood of the best configuration, where the fi
    draft steps and verify window, moved together); moves of conditional knobs first (the
    screens already measured each top-level value). When the best's neighbourhood is
    measured, the neighbourhoods of its ties (intervals overlapping) follow: the best may
-   owe its place to one lucky reading. Every ``explore_every``-th proposal, and
-   every proposal once the neighbourhood is exhausted, is left to the sampler (TPE by
-   default) so the search never stays in one basin.
+   owe its place to one lucky reading. Every ``explore_every``-th proposal is left to the
+   sampler (TPE by default) so the search never stays in one basin.
+
+   Three rules keep noise from steering it (search benchmark on the twin of issue 32,
+   where eight configurations lie within 5% of the best and one launch reads with ~3%
+   noise; docs/performance.md):
+
+   - **Moves are priced by measured pairs** (:func:`move_effects`): two measured
+     configurations that differ by exactly one move (speculation off, the other kernel,
+     the FP32 head) price it; neighbours are tried cheapest first, and one priced more than
+     :attr:`StagedPlan.HOPELESS` slower is not proposed. A move never measured counts as
+     even (a draft-length step is tried).
+   - **The fastest so far is launched again** (:class:`Again`, the finals'
+     ``contender`` rule) before the search moves around it: one lucky reading otherwise
+     takes the center.
+   - **Nothing left: the finals start** (:data:`EXHAUSTED`): once every neighbour of the
+     centers is measured or priced slow, a sweep with a trial budget races its finalists
+     over what is left of it rather than spending it on the sampler's long shots.
 
 Measured against exhaustive truth in ``benchmarks/search_efficiency.py``
 (docs/performance.md). The plan only decides which configuration to enqueue; the study
@@ -49,7 +64,9 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tuner.space import SearchSpace
@@ -82,8 +99,63 @@ def screens(space: SearchSpace, first: tuple[str, ...] = ()) -> list[dict[str, A
     return out
 
 
+#: a move (knob, from, to) for each knob two configurations set differently
+Move = tuple[tuple[str, str, str], ...]
+
+
+def move_of(space: SearchSpace, a: dict[str, Any], b: dict[str, Any]) -> Move:
+    """What changes from ``a`` to ``b``, capacity knobs aside (they change no speed); a
+    knob that only comes or goes with its condition (DSPARK's gamma when speculation is
+    turned off) is part of its parent's move, not a move of its own."""
+    held = set(space.capacity_knobs)
+    changed = sorted((n, repr(a.get(n)), repr(b.get(n))) for n in set(a) | set(b)
+                     if n not in held and a.get(n) != b.get(n))
+    both = [c for c in changed if c[0] in a and c[0] in b]
+    return tuple(both or changed)
+
+
+def move_effects(space: SearchSpace, measured: Any) -> dict[Move, float]:
+    """Move -> the median TPOT ratio over measured pairs that differ by exactly that move
+    (either way round): the screens measured each top-level value beside the baseline, so
+    "speculation off" or "the other kernel" has a known price before it is tried again
+    from the best configuration."""
+    rows = [s for s in measured if s.tpot_ms]
+    logs: dict[Move, list[float]] = {}
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            r = math.log(b.tpot_ms / a.tpot_ms)
+            logs.setdefault(move_of(space, a.config, b.config), []).append(r)
+            logs.setdefault(move_of(space, b.config, a.config), []).append(-r)
+    return {m: math.exp(statistics.median(v)) for m, v in logs.items() if m}
+
+
+class Exhausted:
+    """Every neighbour of the local search's centers is measured, or priced slow by
+    measured pairs (:data:`StagedPlan.HOPELESS`): the finals may start now."""
+
+    def __repr__(self) -> str:
+        return "EXHAUSTED"
+
+
+EXHAUSTED = Exhausted()
+
+
+@dataclass(frozen=True)
+class Again:
+    """Launch trial ``number``'s configuration again before the local search moves on
+    (:meth:`tuner.sweep._finals.Finals.contender`)."""
+
+    number: int
+
+
 class StagedPlan:
     """Decides, before each proposal, whether to enqueue a planned configuration."""
+
+    #: a neighbour whose move measured pairs price this much slower is not proposed:
+    #: speculation off after the screens showed it 1.7x slower, the other kernel 15%
+    #: slower (search benchmark seed 113: a lucky reading of the other kernel, truly 5%
+    #: behind, then won the finals)
+    HOPELESS = 1.10
 
     def __init__(self, space: SearchSpace, hash_of: HashOf, *, seed: int | None,
                  explore_every: int = 3, first: tuple[str, ...] = ()) -> None:
@@ -111,10 +183,12 @@ class StagedPlan:
             return None
 
     def next(self, measured: dict[str, Any], best: Any, baseline: Any,
-             also: Callable[[], list[Any]] | None = None
-             ) -> tuple[dict[str, Any], str] | None:
+             also: Callable[[], list[Any]] | None = None,
+             again: Callable[[], int | None] | None = None
+             ) -> tuple[dict[str, Any], str] | Again | Exhausted | None:
         """The configuration to enqueue next and why (``screen``, ``combine``,
-        ``neighbour``), or None to let the sampler propose. ``measured``: config hash ->
+        ``neighbour``), :class:`Again` (a contender launched again first), or None to let the
+        sampler propose. ``measured``: config hash ->
         summary; ``best``/``baseline``: summaries (or None); ``also``: other centers the
         local search takes turns with (a load regime's best), every other local step: asked
         for only then (it reads the whole study)."""
@@ -144,23 +218,34 @@ class StagedPlan:
             h = self._hash(probe)
             if h is not None and h not in seen:
                 return self._issue(probe, h, "probe")
+        if again is not None and (number := again()) is not None:
+            return Again(number)
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
         incumbents = self._incumbents(measured, best)
-        if also is not None and self.local_proposals % 2 == 1:
-            incumbents = [*also(), *incumbents]
+        centers = also() if also is not None else []
+        if self.local_proposals % 2 == 1:
+            incumbents = [*centers, *incumbents]
+        else:
+            incumbents = [*incumbents, *centers]
+        effects = move_effects(self.space, measured.values())
         for inc in incumbents:
             cands = neighbours(self.space, inc.config)
             self.rng.shuffle(cands)
             # the screens already measured every top-level value: the conditional knobs
-            # the incumbent turned on (draft steps, verify window, activation) come first
+            # the incumbent turned on (draft steps, verify window, activation) come first;
+            # before that, what measured pairs predict (an unmeasured move counts as even)
             cands.sort(key=lambda c: self._moves_top_level(inc.config, c))
-            for cfg in cands:
+            ahead = [(effects.get(move_of(self.space, inc.config, c), 1.0), c) for c in cands]
+            ahead.sort(key=lambda pc: pc[0])
+            for ratio, cfg in ahead:
+                if ratio > self.HOPELESS:
+                    break               # the rest measured as slow elsewhere: the sampler's
                 h = self._hash(cfg)
                 if h is not None and h not in seen:
                     return self._issue(cfg, h, "neighbour")
-        return None
+        return EXHAUSTED
 
     @staticmethod
     def _incumbents(measured: dict[str, Any], best: Any) -> list[Any]:

@@ -118,7 +118,7 @@ class Watched(Searcher):
     def exhausted(self) -> bool:
         return self.inner.exhausted()
 
-    def finished(self, launched: int) -> bool:
+    def finished(self, launched: int) -> str | None:
         return self.inner.finished(launched)
 
 
