@@ -273,10 +273,7 @@ class SweepStudy:
         base = trial_at(self.study, number)
         attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
                                  "confirm": confirm}
-        if contender:
-            attrs["contender"] = True
-        if held:
-            attrs["held"] = held
+        attrs.update({k: v for k, v in (("contender", contender), ("held", held)) if v})
         if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
             attrs["final_sample"] = True
             config = base.user_attrs.get("config") or dict(base.params)
