@@ -8,7 +8,6 @@ from tuner.study._answer import answer_of
 from tuner.study._answer import study_answer
 from tuner.study._facade import Proposal
 from tuner.study._facade import SweepStudy
-from tuner.study._figures import Accuracy
 from tuner.study._front import feasible_best
 from tuner.study._open import open_study
 from tuner.study._reads import StudyReads
@@ -26,7 +25,6 @@ from tuner.study._summary import summarize
 
 
 __all__ = [
-           "Accuracy",
            "Answer",
            "Configuration",
            "Proposal",

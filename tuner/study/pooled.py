@@ -1,6 +1,8 @@
 """Pooled TPOT estimates across a configuration's launches, and the ties and capacity read from
-them (what the pick, the finals and export compare)."""
+them (what the pick, the finals and export compare); a configuration's one accuracy figure
+(:class:`Accuracy`)."""
 
+from tuner.study._figures import Accuracy
 from tuner.study._front import feasible_front
 from tuner.study._pooled import Estimate
 from tuner.study._pooled import behind_within_noise
@@ -12,6 +14,7 @@ from tuner.study._pooled import ties_with
 
 
 __all__ = [
+    "Accuracy",
     "Estimate",
     "behind_within_noise",
     "estimates",

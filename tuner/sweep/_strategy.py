@@ -66,8 +66,10 @@ import math
 import random
 import statistics
 from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from typing import Protocol
 
 from tuner.space import SearchSpace
 from tuner.space import condition_matches
@@ -114,18 +116,26 @@ def move_of(space: SearchSpace, a: dict[str, Any], b: dict[str, Any]) -> Move:
     return tuple(both or changed)
 
 
-def move_effects(space: SearchSpace, measured: Any) -> dict[Move, float]:
+class _Measured(Protocol):
+    """What pricing a move reads of a measured trial (a :class:`tuner.study.TrialSummary`)."""
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def tpot_ms(self) -> float | None: ...
+
+
+def move_effects(space: SearchSpace, measured: Iterable[_Measured]) -> dict[Move, float]:
     """Move -> the median TPOT ratio over measured pairs that differ by exactly that move
     (either way round): the screens measured each top-level value beside the baseline, so
     "speculation off" or "the other kernel" has a known price before it is tried again
     from the best configuration."""
-    rows = [s for s in measured if s.tpot_ms]
+    rows = [(s.config, math.log(s.tpot_ms)) for s in measured if s.tpot_ms]
     logs: dict[Move, list[float]] = {}
-    for i, a in enumerate(rows):
-        for b in rows[i + 1:]:
-            r = math.log(b.tpot_ms / a.tpot_ms)
-            logs.setdefault(move_of(space, a.config, b.config), []).append(r)
-            logs.setdefault(move_of(space, b.config, a.config), []).append(-r)
+    for i, (a, log_a) in enumerate(rows):
+        for b, log_b in rows[i + 1:]:
+            logs.setdefault(move_of(space, a, b), []).append(log_b - log_a)
+            logs.setdefault(move_of(space, b, a), []).append(log_a - log_b)
     return {m: math.exp(statistics.median(v)) for m, v in logs.items() if m}
 
 
