@@ -13,6 +13,7 @@ from tuner.study import Role
 from tuner.study import TrialSummary
 from tuner.study import answer_of
 from tuner.study import regime_answers
+from tuner.study.regimes import RegimeRecord
 from tuner.study.regimes import regime_named
 
 
@@ -21,6 +22,7 @@ SLA = {"p95_tpot_ms": 100.0}
 
 def _g(goodput: float | None, *, within: bool | None = True, failed: bool = False
        ) -> dict[str, Any]:
+    """One launch's figures in regime ``sixteen`` as the study stores them."""
     if failed:
         return {"status": "failed", "message": "server died", "concurrency": 16, "sla": SLA}
     return {"status": "ok", "concurrency": 16, "sla": SLA, "goodput_rps": goodput,
@@ -34,7 +36,7 @@ def _t(n: int, regime: dict[str, Any], *, role: Role = Role.TRIAL, feasible: boo
                         config={"k": n if remeasure_of is None else remeasure_of},
                         tpot_ms=tpot, tpot_ci95=[tpot * 0.98, tpot * 1.02], accuracy=0.9,
                         gate=[] if feasible else ["collapse"], remeasure_of=remeasure_of,
-                        regimes={"sixteen": regime})
+                        regimes={"sixteen": RegimeRecord.read("sixteen", regime)})
 
 
 def test_the_pick_is_the_eligible_configuration_with_the_most_goodput() -> None:
@@ -64,7 +66,7 @@ def test_every_launch_counts_one_missed_sla_makes_a_configuration_ineligible() -
     (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
     by = {r.number: r for r in g.rows}
     assert not by[1].eligible and by[1].launches == 2
-    assert by[3].goodput_rps == pytest.approx(0.30) and by[3].launches == 2
+    assert by[3].figures.goodput_rps == pytest.approx(0.30) and by[3].launches == 2
     assert g.pick is not None and g.pick.number == 3
 
 
@@ -96,8 +98,8 @@ def test_a_configurations_load_is_the_most_any_launch_saw() -> None:
             _t(2, b, role=Role.REMEASURE, remeasure_of=1)]
     (g,) = regime_answers(answer_of(rows, with_accuracy=True), rows)
     (row,) = [r for r in g.rows if r.number == 1]
-    assert (row.launches, row.peak_running, row.peak_queued) == (2, 11, 7)
-    assert [r.peak_running for r in g.rows if r.number == 0] == [None]
+    assert (row.launches, row.figures.peak_running, row.figures.peak_queued) == (2, 11, 7)
+    assert [r.figures.peak_running for r in g.rows if r.number == 0] == [None]
 
 
 def test_the_centers_are_the_eligible_by_goodput_then_the_nearest_to_the_sla() -> None:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import typer
 
 from tuner.cli._common import finite
+
+
+if TYPE_CHECKING:
+    from tuner.study import Answer
+    from tuner.study import Configuration
+    from tuner.study import RegimeAnswer
+    from tuner.study import TrialSummary
 
 
 def export(
@@ -83,9 +91,9 @@ def export(
             "--log server.log")
 
 
-def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
-            ) -> tuple[Any, dict[str, Any] | None]:
-    """The configuration to export and, for ``--regime``, what the profile records of it."""
+def _chosen(answer: Answer, rows: list[TrialSummary], pick: str, regime: str | None
+            ) -> tuple[Configuration, RegimeAnswer | None]:
+    """The configuration to export and, for ``--regime``, the regime whose pick it is."""
     from tuner.errors import UserError
     from tuner.study import regime_answers
     from tuner.study.regimes import regime_named
@@ -100,33 +108,33 @@ def _chosen(answer: Any, rows: Any, pick: str, regime: str | None
         raise UserError(f"--regime {regime!r}: no configuration is eligible there (every "
                         f"gate passed, the regime measured, {g.describe_sla()}); "
                         "`tuner report` shows why")
-    p = g.pick
-    near = p.near_bound(g.sla)
+    near = g.pick.near_bound(g.sla)
     if near:
         from tuner.cli._common import console
 
         console().print(f"[yellow]note[/]: within the SLA by less than 5% on one launch "
                         f"({'; '.join(near)}): measure it again before trusting it",
                         highlight=False)
-    return p.configuration, {
-        "name": g.name, "concurrency": g.concurrency, "sla": g.sla,
-        "goodput_rps": p.goodput_rps, "throughput_tok_s": p.throughput_tok_s,
-        "tpot_p95_ms": p.tpot_p95_ms, "ttft_p95_s": p.ttft_p95_s, "sla_met": p.sla_met,
-        "launches": p.launches}
+    return g.pick.configuration, g
 
 
-def _say_regime(g: dict[str, Any] | None) -> None:
+def _say_regime(g: RegimeAnswer | None) -> None:
     """The exported regime pick's figures there (what `tuner report` shows for it)."""
     from tuner.cli._common import console
     from tuner.errors import counted
 
-    if g is None:
+    if g is None or g.pick is None:
         return
+    f = g.pick.figures
     console().print(
-        f"at {counted(g['concurrency'], 'user')} ({g['name']}): goodput "
-        f"{g['goodput_rps']:.3f} req/s, {g['throughput_tok_s']:.0f} tok/s, p95 TPOT "
-        f"{g['tpot_p95_ms']:.1f} ms, p95 TTFT {g['ttft_p95_s']:.2f} s; mean of "
-        f"{counted(g['launches'], 'launch', 'launches')}", highlight=False)
+        f"at {counted(g.concurrency, 'user')} ({g.name}): goodput "
+        f"{_fmt(f.goodput_rps, '.3f')} req/s, {_fmt(f.throughput_tok_s, '.0f')} tok/s, p95 "
+        f"TPOT {_fmt(f.tpot_p95_ms, '.1f')} ms, p95 TTFT {_fmt(f.ttft_p95_s, '.2f')} s; mean "
+        f"of {counted(g.pick.launches, 'launch', 'launches')}", highlight=False)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def _model(context: Any, space: Any) -> tuple[str, int | None]:

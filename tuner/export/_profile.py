@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
+    from tuner.study import RegimeAnswer
     from tuner.study import TrialSummary
 
 
@@ -152,11 +153,11 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
                   tpot_tolerance: float = 0.15, vocab_size: int | None = None,
                   shown: Configuration | None = None,
                   shown_baseline: Configuration | None = None,
-                  regime: dict[str, Any] | None = None) -> list[Path]:
+                  regime: RegimeAnswer | None = None) -> list[Path]:
     """Write the profile of ``result``; ``shown``: its configuration as the study's answer
     shows it (:class:`tuner.study.Configuration`: pooled TPOT, accept length, the one
     accuracy), reported instead of the exported launch's own figures; ``shown_baseline``:
-    the baseline's; ``regime``: the load regime it was chosen for and its figures there."""
+    the baseline's; ``regime``: the load regime it was chosen for, whose pick it is."""
     out.mkdir(parents=True, exist_ok=True)
     plan = result.plan
     files = engine.profile_files(
@@ -182,9 +183,9 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
         "config_hash": result.config_hash,
         "workload": result.workload,
         "tuned_for": _tuned_for(result.workload) + (
-            f"; chosen for load regime {regime['name']!r} ({regime['concurrency']} users)"
+            f"; chosen for load regime {regime.name!r} ({regime.concurrency} users)"
             if regime else ""),
-        "regime": regime,
+        "regime": regime_record(regime) if regime else None,
         "figures": figures,
         "figures_are": clock_label(result.simulated, result.twin)
         + f", {result.workload.get('concurrency', 1)} request(s) in flight",
@@ -199,6 +200,19 @@ def write_profile(out: Path, engine: Engine, space_engine_command: list[str],
     }
     (out / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     return [out / n for n in (*files, "profile.yaml")]
+
+
+def regime_record(g: RegimeAnswer) -> dict[str, object]:
+    """What ``profile.yaml`` records of the load regime ``g`` a profile was chosen for: its
+    load and SLA, its pick's pooled figures there and over how many launches (``tuner
+    verify`` reads it back as a :class:`tuner.study.regimes.RegimeRecord`)."""
+    if g.pick is None:
+        raise ValueError(f"regime {g.name!r} has no pick to export")
+    f = g.pick.figures
+    return {"name": g.name, "concurrency": g.concurrency, "sla": g.sla,
+            "goodput_rps": f.goodput_rps, "throughput_tok_s": f.throughput_tok_s,
+            "tpot_p95_ms": f.tpot_p95_ms, "ttft_p95_s": f.ttft_p95_s, "sla_met": f.sla_met,
+            "launches": g.pick.launches}
 
 
 def _baseline(baseline: TrialResult | None, shown: Configuration | None,

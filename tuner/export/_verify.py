@@ -178,27 +178,29 @@ def _workload_checks(profile: dict[str, Any], url: str, headers: dict[str, str],
     return checks
 
 
-def _regime_checks(g: dict[str, Any], url: str, headers: dict[str, str],
+def _regime_checks(stored: dict[str, Any], url: str, headers: dict[str, str],
                    protocol: ServerProtocol, prompts: list[Any], scale: float,
                    comparable: bool) -> list[Check]:
-    """A profile exported for a load regime: the verify workload's prompts sent at the
-    regime's users (twice over), each p95 bound of its SLA checked on the running server."""
+    """A profile exported for a load regime (``stored``: its ``regime``, the pick's pooled
+    record there): the verify workload's prompts sent at the regime's users (twice over),
+    each p95 bound of its SLA checked on the running server."""
     from tuner.space import Regime
+    from tuner.space import Sla
+    from tuner.study.regimes import RegimeRecord
     from tuner.trial import measure_regime
 
-    users = int(g.get("concurrency") or 1)
-    regime = Regime(name=str(g.get("name") or "regime"), concurrency=users,
-                    requests=2 * users, sla=g.get("sla") or None)
+    g = RegimeRecord.model_validate(stored)
+    regime = Regime(name=g.name, concurrency=g.concurrency, requests=2 * g.concurrency,
+                    sla=Sla.model_validate(g.sla) if g.sla else None)
     r = measure_regime(url, headers, protocol, prompts, regime, scale=scale,
                        timeout_s=3600.0)
-    name = f"regime {regime.name} ({users} users)"
+    name = f"regime {regime.name} ({g.concurrency} users)"
     if r.status != "ok":
         return [Check(name, False, "every request served", r.message or "failed")]
     out = []
-    for key, got, measured, unit in (
-            ("p95_tpot_ms", r.tpot_p95_ms, g.get("tpot_p95_ms"), "ms"),
-            ("p95_ttft_s", r.ttft_p95_s, g.get("ttft_p95_s"), "s")):
-        bound = (g.get("sla") or {}).get(key)
+    for key, got, measured, unit in (("p95_tpot_ms", r.tpot_p95_ms, g.tpot_p95_ms, "ms"),
+                                     ("p95_ttft_s", r.ttft_p95_s, g.ttft_p95_s, "s")):
+        bound = (g.sla or {}).get(key)
         if bound is None or got is None:
             continue
         label = f"{name}: {key.split('_')[1].upper()} p95"

@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 
 
 def _figures(r: RegimeRow) -> dict[str, Any]:
+    f = r.figures
     return {"trial": r.number, "config": r.configuration.served_config,
-            "goodput_rps": r.goodput_rps, "throughput_tok_s": r.throughput_tok_s,
-            "tpot_p95_ms": r.tpot_p95_ms, "ttft_p95_s": r.ttft_p95_s, "sla_met": r.sla_met,
-            "within_sla": r.within_sla, "launches": r.launches,
-            "accuracy": r.configuration.accuracy, "peak_running": r.peak_running,
-            "peak_queued": r.peak_queued}
+            "goodput_rps": f.goodput_rps, "throughput_tok_s": f.throughput_tok_s,
+            "tpot_p95_ms": f.tpot_p95_ms, "ttft_p95_s": f.ttft_p95_s, "sla_met": f.sla_met,
+            "within_sla": f.within_sla, "launches": r.launches,
+            "accuracy": r.configuration.accuracy, "peak_running": f.peak_running,
+            "peak_queued": f.peak_queued}
 
 
 def regime_records(data: StudyData) -> list[dict[str, Any]]:
@@ -53,9 +54,10 @@ def _f(v: float | None, spec: str) -> str:
 def _load(r: RegimeRow | None) -> str:
     """``9 (7)``: the most requests run at once and kept waiting, or ``-`` (no batch
     lines in the server's log)."""
-    if r is None or r.peak_running is None:
+    f = r.figures if r is not None else None
+    if f is None or f.peak_running is None:
         return "-"
-    return f"{r.peak_running} ({r.peak_queued if r.peak_queued is not None else '-'})"
+    return f"{f.peak_running} ({f.peak_queued if f.peak_queued is not None else '-'})"
 
 
 def regime_table(data: StudyData) -> pd.DataFrame:
@@ -63,13 +65,14 @@ def regime_table(data: StudyData) -> pd.DataFrame:
     rows = []
     for g in data.regimes:
         p = g.pick
+        f = p.figures if p is not None else None
         rows.append({
             "regime": g.name, "users": g.concurrency, "SLA": g.describe_sla(),
             "pick": f"#{p.number}" if p is not None else "none eligible",
-            "goodput req/s": _f(p.goodput_rps if p else None, ".3f"),
-            "tok/s": _f(p.throughput_tok_s if p else None, ".0f"),
-            "p95 TPOT ms": _f(p.tpot_p95_ms if p else None, ".1f"),
-            "p95 TTFT s": _f(p.ttft_p95_s if p else None, ".2f"),
+            "goodput req/s": _f(f.goodput_rps if f else None, ".3f"),
+            "tok/s": _f(f.throughput_tok_s if f else None, ".0f"),
+            "p95 TPOT ms": _f(f.tpot_p95_ms if f else None, ".1f"),
+            "p95 TTFT s": _f(f.ttft_p95_s if f else None, ".2f"),
             "ran at once (queued)": _load(p),
             "eligible": f"{sum(r.eligible for r in g.rows)} of {len(g.rows)}",
             "differs from the baseline": differs(_config_row(p), data.baseline) if p else ""})
@@ -89,8 +92,10 @@ def regime_front_table(data: StudyData, g: RegimeAnswer) -> pd.DataFrame:
     accuracy, most goodput first, the pick marked."""
     return pd.DataFrame([{
         "trial": f"#{r.number}" + (" (pick)" if r is g.pick else ""),
-        "goodput req/s": _f(r.goodput_rps, ".3f"), "tok/s": _f(r.throughput_tok_s, ".0f"),
-        "p95 TPOT ms": _f(r.tpot_p95_ms, ".1f"), "p95 TTFT s": _f(r.ttft_p95_s, ".2f"),
+        "goodput req/s": _f(r.figures.goodput_rps, ".3f"),
+        "tok/s": _f(r.figures.throughput_tok_s, ".0f"),
+        "p95 TPOT ms": _f(r.figures.tpot_p95_ms, ".1f"),
+        "p95 TTFT s": _f(r.figures.ttft_p95_s, ".2f"),
         "ran at once (queued)": _load(r), "accuracy": _f(r.configuration.accuracy, ".1%"),
         "launches": r.launches,
         "differs from the baseline": differs(_config_row(r), data.baseline)}
@@ -104,12 +109,12 @@ def regime_front_figure(data: StudyData, g: RegimeAnswer) -> Any:
     import plotly.graph_objects as go
 
     def trace(rows: list[RegimeRow], name: str, **kw: Any) -> Any:
-        return go.Scatter(x=[r.goodput_rps or 0.0 for r in rows],
+        return go.Scatter(x=[r.figures.goodput_rps or 0.0 for r in rows],
                           y=[r.configuration.accuracy for r in rows], name=name,
                           hovertext=[f"#{r.number}: {differs(_config_row(r), data.baseline)}"
                                      for r in rows], hoverinfo="text", **kw)
 
-    measured = [r for r in g.rows if r.goodput_rps is not None]
+    measured = [r for r in g.rows if r.figures.goodput_rps is not None]
     fig = go.Figure([
         trace([r for r in measured if not r.eligible], "not eligible", mode="markers",
               marker={"color": "#bbbbbb", "size": 10, "symbol": "x"}),

@@ -22,9 +22,15 @@ import math
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+from typing import Annotated
 from typing import Any
 
+from pydantic import ConfigDict
+
+from tuner.trial import Pool
+from tuner.trial import RegimeResult
 from tuner.trial import TrialResult
+from tuner.trial import pools
 
 
 if TYPE_CHECKING:
@@ -105,15 +111,43 @@ def summary_attrs(result: TrialResult, baseline_tpot: float | None) -> dict[str,
     return attrs
 
 
-def regime_attrs(result: TrialResult) -> dict[str, dict[str, Any]]:
+class RegimeRecord(RegimeResult):
+    """One launch's figures in one load regime as the study keeps them: the launch's
+    :class:`tuner.trial.RegimeResult` and the regime's SLA as its workload declared it
+    (None: no SLA). Stored in attribute ``regimes`` under the regime's name, without it
+    (:meth:`stored`); a configuration's pooled figures are one record too."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sla: Annotated[dict[str, float] | None, Pool.SAME] = None
+
+    def stored(self) -> dict[str, object]:
+        """The attribute's value: every field but the name (the attribute's key)."""
+        return self.model_dump(exclude={"name"})
+
+    @classmethod
+    def read(cls, name: str, stored: dict[str, object]) -> RegimeRecord:
+        """The record stored under ``name`` (a study written by any version of the tool)."""
+        return cls.model_validate({**stored, "name": name})
+
+
+pools(RegimeRecord)        # every field declares how it pools: one that does not fails here
+
+
+def regime_attrs(result: TrialResult) -> dict[str, dict[str, object]]:
     """Each load regime's figures, by name, with its load and SLA."""
     from tuner.space import Workload
 
     wl = Workload.from_record(result.workload)
     slas = {r.name: r.sla.model_dump(exclude_none=True) for r in (wl.regimes if wl else [])
             if r.sla is not None}
-    return {g.name: {**g.model_dump(exclude={"name"}), "sla": slas.get(g.name)}
+    return {g.name: RegimeRecord(**dict(g), sla=slas.get(g.name)).stored()
             for g in result.regimes}
+
+
+def regime_records(stored: dict[str, dict[str, object]] | None) -> dict[str, RegimeRecord]:
+    """The attribute ``regimes`` read back: each regime's record, by name."""
+    return {name: RegimeRecord.read(name, f) for name, f in (stored or {}).items()}
 
 
 def upload_artifacts(study: optuna.Study, trial: optuna.Trial, store: Any, result: TrialResult,

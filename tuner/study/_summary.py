@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import ROLE
+from tuner.study._record import RegimeRecord
+from tuner.study._record import regime_records
 
 
 if TYPE_CHECKING:
@@ -55,8 +57,8 @@ class TrialSummary:
     #: each scored kind of question on this launch (``code``, ``math``, ``GSM8K sample``)
     #: -> [accuracy, scored, Wilson low, high] (``_record.class_accuracy``)
     class_accuracy: dict[str, list[float]] = field(default_factory=dict)
-    #: each load regime's figures on this launch, by name (tuner.trial.RegimeResult's)
-    regimes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: each load regime's figures on this launch, by name, with its SLA
+    regimes: dict[str, RegimeRecord] = field(default_factory=dict)
     speedup: float | None = None
     per_question: dict[str, bool] | None = None
     reason: str | None = None
@@ -121,7 +123,8 @@ def summarize(trial: FrozenTrial) -> TrialSummary:
         accuracy_ci95=a.get("accuracy_ci95"), accept_length=a.get("accept_length"),
         ttft_s=a.get("ttft_s"), speedup=a.get("speedup"), per_question=a.get("per_question"),
         class_tpot_ms=dict(a.get("class_tpot_ms") or {}),
-        class_accuracy=dict(a.get("class_accuracy") or {}), regimes=dict(a.get("regimes") or {}),
+        class_accuracy=dict(a.get("class_accuracy") or {}),
+        regimes=regime_records(a.get("regimes")),
         reason=a.get("reason"), message=a.get("message"), gate=list(a.get("gate") or []),
         recovered=bool(a.get("recovered")), duplicate_of=a.get("duplicate_of"),
         remeasure_of=a.get("remeasure_of"), confirm=bool(a.get("confirm")),

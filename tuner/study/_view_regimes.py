@@ -58,7 +58,7 @@ def _verdict(ra: RegimeAnswer, row: RegimeRow) -> str:
         return f"regime failed: {row.failed}"
     if not row.configuration.admissible:
         return f"not admissible: {row.configuration.status}"
-    if row.within_sla is False:
+    if row.figures.within_sla is False:
         return "missed the SLA"
     return "no goodput measured"
 
@@ -71,20 +71,19 @@ def regime_trials(ra: RegimeAnswer, by_number: dict[int, FrozenTrial], index: in
     for row in ra.rows:
         c = row.configuration
         first = by_number[c.number]
-        accuracy = c.accuracy
-        complete = (row.eligible and row.goodput_rps is not None
+        accuracy, f = c.accuracy, row.figures
+        complete = (row.eligible and f.goodput_rps is not None
                     and (accuracy is not None or not with_accuracy))
         values: list[float] | None = None
         if complete:
-            assert row.goodput_rps is not None
-            values = [row.goodput_rps, accuracy or 0.0] if with_accuracy else [
-                row.goodput_rps]
+            assert f.goodput_rps is not None
+            values = [f.goodput_rps, accuracy or 0.0] if with_accuracy else [f.goodput_rps]
         user: dict[str, Any] = {
             "verdict": _verdict(ra, row), "pick": row is ra.pick,
             "on_front": row.number in front, "launches": row.launches,
-            "goodput_rps": row.goodput_rps, "throughput_tok_s": row.throughput_tok_s,
-            "tpot_p95_ms": row.tpot_p95_ms, "ttft_p95_s": row.ttft_p95_s,
-            "sla_met": row.sla_met, "within_sla": row.within_sla,
+            "goodput_rps": f.goodput_rps, "throughput_tok_s": f.throughput_tok_s,
+            "tpot_p95_ms": f.tpot_p95_ms, "ttft_p95_s": f.ttft_p95_s,
+            "sla_met": f.sla_met, "within_sla": f.within_sla,
             "workload_verdict": c.status, "accuracy": accuracy}
         out.append(FrozenTrial(
             number=c.number, state=TrialState.COMPLETE if complete else TrialState.FAIL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tuner.errors import clip
 from tuner.errors import counted
@@ -18,6 +18,12 @@ from tuner.study import Role
 from tuner.study import SweepStudy
 from tuner.trial import DERIVED_TWIN
 from tuner.trial import TrialResult
+
+
+if TYPE_CHECKING:
+    from tuner.study import Answer
+    from tuner.study import Configuration
+    from tuner.study import TrialSummary
 
 
 @dataclass
@@ -76,7 +82,7 @@ class Progress:
             self.best_figures = _figures(pick)
 
 
-    def _infeasible(self, answer: Any, rows: list[Any]) -> None:
+    def _infeasible(self, answer: Answer, rows: list[TrialSummary]) -> None:
         """Say, once per regime, that nothing measured meets its SLA: as soon as
         :data:`INFEASIBLE_AFTER` configurations measured it, or :data:`INFEASIBLE_BY`
         launches are done (the nearest and by how much it misses, and what would help)."""
@@ -100,7 +106,7 @@ INFEASIBLE_AFTER = 3
 INFEASIBLE_BY = 5
 
 
-def _figures(pick: Any) -> str:
+def _figures(pick: Configuration) -> str:
     """The pick's accuracy (on its largest sample), accept length and exported capacity,
     in the status line's few words."""
     parts = []

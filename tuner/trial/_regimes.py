@@ -18,9 +18,14 @@ failure of that regime only: it records the reason, and the trial's own figures 
 
 from __future__ import annotations
 
+import enum
+import functools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
+from typing import Annotated
 from typing import Any
 from typing import Literal
 
@@ -113,28 +118,59 @@ def capacity_refusal(space: SearchSpace, engine: Engine, regimes: list[Regime],
         f"{counted(limit.most, 'user', 'users')}"))
 
 
-class RegimeResult(BaseModel):
-    """One regime's figures (machine time); ``status`` failed: ``message`` says why."""
+class Pool(enum.Enum):
+    """How one figure of a regime pools over a configuration's launches: the study's answer
+    per regime holds one record of the launch's shape, each field pooled as its declaration
+    says (``Annotated[float | None, Pool.MEAN]``; tuner/study/_regimes.py ``pooled``)."""
 
-    name: str
-    concurrency: int
-    status: Literal["ok", "failed"] = "ok"
-    message: str | None = None
-    requests: int = 0
-    duration_s: float | None = None
-    tpot_mean_ms: float | None = None
-    tpot_p95_ms: float | None = None
-    ttft_mean_s: float | None = None
-    ttft_p95_s: float | None = None
-    throughput_tok_s: float | None = None
-    goodput_rps: float | None = None
-    sla_met: float | None = None
+    SAME = "same"                  # the regime's own (its name, users, SLA): the first launch's
+    MEAN = "mean"                  # the mean over the launches that have one (None: none has)
+    MOST = "most"                  # the largest any launch saw (None: none saw one)
+    SUM = "sum"                    # the total over the launches that have one (None: none has)
+    ALL = "all"                    # True when every launch says True (None: none says)
+    ANY_FAILED = "any failed"      # ``failed`` when any launch failed, else ``ok``
+    FIRST_FAILURE = "first failure"   # the first failed launch's (None: none failed)
+
+
+class RegimeResult(BaseModel):
+    """One regime's figures (machine time); ``status`` failed: ``message`` says why. Each
+    field declares how it pools over a configuration's launches (:class:`Pool`): a new
+    figure is one field here, and the study's answer per regime pools it."""
+
+    name: Annotated[str, Pool.SAME]
+    concurrency: Annotated[int, Pool.SAME]
+    status: Annotated[Literal["ok", "failed"], Pool.ANY_FAILED] = "ok"
+    message: Annotated[str | None, Pool.FIRST_FAILURE] = None
+    #: the requests measured and the seconds they took (pooled: over every launch)
+    requests: Annotated[int, Pool.SUM] = 0
+    duration_s: Annotated[float | None, Pool.SUM] = None
+    tpot_mean_ms: Annotated[float | None, Pool.MEAN] = None
+    tpot_p95_ms: Annotated[float | None, Pool.MEAN] = None
+    ttft_mean_s: Annotated[float | None, Pool.MEAN] = None
+    ttft_p95_s: Annotated[float | None, Pool.MEAN] = None
+    throughput_tok_s: Annotated[float | None, Pool.MEAN] = None
+    goodput_rps: Annotated[float | None, Pool.MEAN] = None
+    sla_met: Annotated[float | None, Pool.MEAN] = None
     #: whether the p95 figures meet the regime's SLA (None: no SLA)
-    within_sla: bool | None = None
+    within_sla: Annotated[bool | None, Pool.ALL] = None
     #: the most requests the server ran at once and kept waiting, as its batch log lines
     #: said during the regime (None: it logged none)
-    peak_running: int | None = None
-    peak_queued: int | None = None
+    peak_running: Annotated[int | None, Pool.MOST] = None
+    peak_queued: Annotated[int | None, Pool.MOST] = None
+
+
+@functools.cache
+def pools(model: type[BaseModel]) -> Mapping[str, Pool]:
+    """Each field of ``model`` (:class:`RegimeResult` or a record that extends it) -> how it
+    pools, as the field declares; a field that declares none, or two, is a ``TypeError``."""
+    out = {}
+    for name, info in model.model_fields.items():
+        how = [m for m in info.metadata if isinstance(m, Pool)]
+        if len(how) != 1:
+            raise TypeError(f"{model.__name__}.{name} must declare one way it pools over "
+                            "launches (Annotated[..., Pool.MEAN], tuner/trial/_regimes.py)")
+        out[name] = how[0]
+    return MappingProxyType(out)
 
 
 def regime_prompts(prompts: list[Prompt], regime: Regime) -> list[Prompt]:
