@@ -186,7 +186,7 @@ def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
             args: argparse.Namespace, tmp: Path) -> tuple[float, bool, Truth | None, bool]:
     """(best goodput / the regime pick's true goodput, whether the pick truly meets the
     SLA, the pick's truth, whether the answer said the pick is near the SLA's bound)."""
-    space = world.space
+    space = world.speed_space      # as declared: the driver makes capacity searched itself
     runner = RegimeRunner(world, seed=seed, cv=args.cv, launch_cv=args.launch_cv,
                           questions=space.spec.workload.questions or 60)
     opts = TrialOptions(workdir=tmp, workload=space.spec.workload)
@@ -198,7 +198,7 @@ def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
     (g,) = regime_answers(study_answer(study, rows), rows) or [None]
     if g is None or g.pick is None:
         return math.inf, False, None, False
-    cfg = world.engine.canonicalize(space, g.pick.configuration.config)
+    cfg = world.engine.canonicalize(world.space, g.pick.configuration.config)
     got = world.goodput(cfg, sla=False)
     return ((best / got if got > 0 else math.inf), world.goodput(cfg) > 0, world.truth(cfg),
             bool(g.pick.near_bound(g.sla)))

@@ -340,3 +340,40 @@ def test_the_local_search_leaves_moves_measured_as_slow_and_then_hands_over() ->
     assert all(effects[move_of(SPACE, best_cfg, c)] > plan.HOPELESS for c in left)
     assert sorted(c["lm_head"] for c in left if c["speculative"] == "DSPARK") == [
         "bf16", "fp32"]
+
+
+def test_a_regimes_capacity_is_combined_at_its_best_goodput_not_its_batch1_reading() -> None:
+    """Issue 33: max_running changes no batch-1 speed, so its screens' TPOT readings are
+    noise; the combination takes the capacity whose screen served the regime best (8 here,
+    its p95 a hair over the SLA on the slow baseline: the faster combination has the lower
+    tail), then the runner-up (4), never the one that served nobody (16)."""
+    from tuner.space import Regime
+    from tuner.space import Workload
+
+    loaded = SPACE.for_workload(Workload(regimes=[Regime(name="sixteen", concurrency=16)]))
+
+    def hash_of(values: dict[str, object]) -> str:
+        return ENGINE.canonicalize(loaded, ENGINE.repair(loaded, values)[0]).hash()
+
+    plan = StagedPlan(loaded, hash_of, seed=0, first=SPACE.capacity_knobs)
+    speed = {"humming": 24.0, "marlin": 25.0, "bf16": 25.8, "fp8": 23.0, "NEXTN": 25.0,
+             "DSPARK": 15.0}
+    # max_running -> (batch-1 TPOT, goodput, within the SLA)
+    served = {16: (25.8, 0.01, False), 8: (26.6, 0.21, False), 4: (25.2, 0.15, True),
+              2: (26.1, 0.10, True)}
+    base = loaded.complete({})
+    measured = {}
+    for cfg in plan.screens:
+        (value,) = [v for k, v in cfg.items() if not loaded.knob(k).when and base.get(k) != v]
+        tpot, goodput, within = served.get(value, (speed.get(str(value)), 0.06, True))
+        measured[hash_of(cfg)] = SimpleNamespace(
+            feasible=True, tpot_ms=tpot, tpot_ci95=[tpot - 0.2, tpot + 0.2], config=cfg,
+            number=0, regimes={"sixteen": SimpleNamespace(goodput_rps=goodput,
+                                                          within_sla=within)})
+    baseline = SimpleNamespace(tpot_ms=26.0, tpot_ci95=[25.5, 26.5], regimes={
+        "sixteen": SimpleNamespace(goodput_rps=0.06, within_sla=True)})
+    combos = []
+    while (got := plan.next(measured, None, baseline)) is not None:
+        combos.append((got[0]["moe_backend"], got[0]["lm_head"], got[0]["speculative"],
+                       got[0]["max_running"]))
+    assert combos == [("humming", "fp8", "DSPARK", 8), ("humming", "fp8", "DSPARK", 4)]

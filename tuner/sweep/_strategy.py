@@ -173,6 +173,7 @@ class StagedPlan:
         self.rng = random.Random(seed)
         self.explore_every = explore_every
         self.screens = screens(space, first)
+        self.capacity = frozenset(first)      # searched for a load regime: judged by goodput
         self.combos: list[dict[str, Any]] | None = None    # planned once the screens are in
         self.probes: list[dict[str, Any]] | None = None    # planned once the combos are in
         self.issued: set[str] = set()
@@ -291,6 +292,11 @@ class StagedPlan:
             if s is None or not s.feasible or s.tpot_ms is None or baseline.tpot_ms is None:
                 continue
             (name,) = [n for n in cfg if not self.space.knob(n).when and cfg[n] != base.get(n)]
+            if name in self.capacity:      # no speed of its own: the regimes' goodput decides
+                served, served_base = _served(s), _served(baseline)
+                if served is not None and served_base is not None and served > served_base:
+                    by_knob.setdefault(name, []).append((-served, cfg[name], s))
+                continue
             if s.tpot_ms < baseline.tpot_ms:
                 by_knob.setdefault(name, []).append((s.tpot_ms, cfg[name], s))
             elif _ties(s, baseline) and s.tpot_ms < unclear.get(name, (math.inf, None))[0]:
@@ -301,7 +307,8 @@ class StagedPlan:
         chosen = {n: v[0][1] for n, v in ranked.items()}
         out = [self._complete(chosen, base)]
         for name, screened in ranked.items():
-            if len(screened) > 1 and _ties(screened[0][2], screened[1][2]):
+            if len(screened) > 1 and (name in self.capacity
+                                      or _ties(screened[0][2], screened[1][2])):
                 out.append(self._complete({**chosen, name: screened[1][1]}, base))
         for name, (_, value) in unclear.items():
             if name not in chosen:
@@ -341,6 +348,17 @@ class StagedPlan:
     def _complete(self, chosen: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
         return self.space.complete(chosen, base={n: x for n, x in base.items()
                                                  if n in chosen or not self.space.knob(n).when})
+
+
+def _served(s: Any) -> float | None:
+    """A launch's goodput (requests within the SLA a second) summed over the load regimes
+    it measured; None: it measured none. Not gated on its p95: a screen runs the slow
+    baseline, and the faster combination it joins has the lower tail; the regime's pick
+    is gated."""
+    figures = list((getattr(s, "regimes", None) or {}).values())
+    if not figures:
+        return None
+    return sum(g.goodput_rps or 0.0 for g in figures)
 
 
 def _ties(a: Any, b: Any) -> bool:
