@@ -167,8 +167,9 @@ class PerfModel:
 
     def _moe_eff(self, backend: str) -> float:
         eff = self.machine.efficiency.moe_eff(backend)
-        if backend == "humming" and self.s.humming_w4a8:
-            eff *= 1.0 - self.machine.efficiency.humming_w4a8_penalty
+        penalty = self.machine.efficiency.w4a8_penalty.get(backend)
+        if penalty is not None and self.s.humming_w4a8:
+            eff *= 1.0 - penalty
         return eff
 
     def _ms(self, nbytes: float, eff: float) -> float:

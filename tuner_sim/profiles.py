@@ -26,6 +26,18 @@ class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _keyed(data: object, field: str, old: dict[str, str]) -> object:
+    """``data`` (a profile section) with the fixed per-backend fields it held before issue
+    35 (``old``: backend -> field) moved into its mapping ``field``; a backend the mapping
+    already holds wins."""
+    if not isinstance(data, dict) or not any(f in data for f in old.values()):
+        return data
+    rest = dict(data)
+    moved = {backend: rest.pop(f) for backend, f in old.items() if f in rest}
+    have = rest.get(field)
+    return {**rest, field: {**moved, **have} if isinstance(have, dict) else moved}
+
+
 class Efficiency(_M):
     """Achieved fraction of peak bandwidth per kernel family at decode shapes."""
 
@@ -34,7 +46,10 @@ class Efficiency(_M):
     #: a backend the profile does not list (``auto``, ``triton``, ...): ASSUMED, its
     #: source in the profile's comment (docs/simulator.md, "The derived twin")
     moe_default: float | None = None
-    humming_w4a8_penalty: float
+    #: by MoE backend: the share its W4A8 mode (activations quantised on the fly: Humming's
+    #: with ``SGLANG_HUMMING_INPUT_QUANT_CONFIG``) streams slower than W4A16; none listed:
+    #: no penalty
+    w4a8_penalty: dict[str, float] = {}
     dense_fp8: float
     #: dense weights at another precision (bf16, ...); absent: ``dense_fp8`` (ASSUMED: a
     #: batch-1 GEMV streams its weights at one efficiency whatever their dtype)
@@ -43,6 +58,12 @@ class Efficiency(_M):
     #: by the LM head's effective dtype: fp32 (BF16 weights, FP32 logits), bf16, fp8
     lm_head: dict[str, float]
     prefill_moe: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """Before issue 35 Humming's penalty was a field of its own."""
+        return _keyed(data, "w4a8_penalty", {"humming": "humming_w4a8_penalty"})
 
     def moe_eff(self, backend: str) -> float:
         if backend in self.moe:
@@ -56,12 +77,31 @@ class Efficiency(_M):
         return self.dense.get(precision, self.dense_fp8)
 
 
+class JitBuild(_M):
+    """A MoE backend's kernels compiled at its first launch on a machine (then cached)."""
+
+    s_per_kernel: float
+    kernels: int                    # per MoE shape set (gate_up, down) x activation dtype
+
+
 class Startup(_M):
     process_s: float
     weight_load_gbs: float
     graph_capture_s: float
-    humming_jit_s_per_kernel: float
-    humming_kernels: int
+    #: by MoE backend: what its first launch compiles (Humming's JIT kernels)
+    jit: dict[str, JitBuild] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """Before issue 35 Humming's build was two fields of its own."""
+        old = {"s_per_kernel": "humming_jit_s_per_kernel", "kernels": "humming_kernels"}
+        if not isinstance(data, dict) or not any(f in data for f in old.values()):
+            return data
+        rest = dict(data)
+        build = {"humming": {k: rest.pop(f) for k, f in old.items() if f in rest}}
+        have = rest.get("jit")
+        return {**rest, "jit": {**build, **have} if isinstance(have, dict) else build}
 
 
 class HostMemory(_M):
@@ -84,7 +124,8 @@ class DraftCosts(_M):
     forward_ms: float
     #: per speculative round besides its forwards' bytes (tree build, accept, KV commit)
     round_ms: float
-    #: a dense draft's prefill GEMMs' throughput; None: the target's ``prefill_tflops``
+    #: a dense draft's prefill GEMMs' throughput, TFLOP/s; None: the target's
+    #: ``prefill_tflops``
     prefill_tflops: float | None = None
 
 

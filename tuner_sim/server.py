@@ -395,8 +395,9 @@ class SimServer:
                                                     "~/.humming/cache"))
             marker = os.path.join(cache, f"tuner_sim-{self.machine.id}-{self.model.id}-"
                                          f"{'w4a8' if self.settings.humming_w4a8 else 'w4a16'}")
-            if not os.path.exists(marker):
-                jit_s = st.humming_jit_s_per_kernel * st.humming_kernels
+            build = st.jit.get("humming")
+            if build is not None and not os.path.exists(marker):
+                jit_s = build.s_per_kernel * build.kernels
                 try:
                     os.makedirs(cache, exist_ok=True)
                     with open(marker, "w") as fh:

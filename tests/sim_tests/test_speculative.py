@@ -1,95 +1,29 @@
-"""The simulator's speculative algorithms (``tuner_sim/speculative.py``): one registry, the
-profiles keyed by algorithm, and profiles of the older shape (fixed NEXTN and DSPARK fields)
-still loading as they did."""
+"""The simulator's speculative algorithms (``tuner_sim/speculative.py``): one registry, and
+profile data keyed by algorithm (docs/simulator.md, "Adding a speculative algorithm");
+profiles of the older shape load in ``test_profiles.py``."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import GSM8K_DIR
 from tests.conftest import REPO
 from tuner.trial._server import free_port
-from tuner_sim import profiles
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
-from tuner_sim.perf import Workload
 from tuner_sim.profiles import DenseDraft
 from tuner_sim.profiles import DraftCosts
-from tuner_sim.profiles import Machine
-from tuner_sim.profiles import Model
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 from tuner_sim.speculative import ALGORITHMS
 
 
-OLD = REPO / "tests" / "fixtures" / "sim_profiles_old"
 LING = "inclusionAI/Ling-3.0-flash-fp4"
-
-
-@pytest.fixture
-def old_profiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """``--sim-profiles`` pointing at profiles written before issue 35 (the simulator
-    reads the folder through ``TUNER_SIM_PROFILE_DIR``)."""
-    profiles._read.cache_clear()
-    monkeypatch.setenv("TUNER_SIM_PROFILE_DIR", str(OLD))
-    yield monkeypatch
-    profiles._read.cache_clear()
-
-
-def _shipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Back to the shipped profiles."""
-    monkeypatch.delenv("TUNER_SIM_PROFILE_DIR")
-    profiles._read.cache_clear()
-
-
-def test_the_old_profile_files_are_the_old_shape() -> None:
-    machine = yaml.safe_load((OLD / "machines" / "dgx-spark.yaml").read_text())
-    model = yaml.safe_load((OLD / "models" / "ling-3.0-flash-fp4.yaml").read_text())
-    assert {"draft_step_overhead_ms", "dspark_round_overhead_ms",
-            "draft_prefill_tflops"} <= set(machine) and "drafts" not in machine
-    assert {"nextn", "dspark"} <= set(model) and "drafts" not in model
-
-
-@pytest.mark.parametrize("name", ["dgx-spark", "h200"])
-def test_an_old_machine_profile_loads_to_the_shipped_one(
-        name: str, old_profiles: pytest.MonkeyPatch) -> None:
-    old = load_machine(name)
-    _shipped(old_profiles)
-    assert old == load_machine(name)
-    assert set(old.drafts) == {"NEXTN", "DSPARK"}
-
-
-def test_an_old_model_profile_loads_to_the_shipped_one(
-        old_profiles: pytest.MonkeyPatch) -> None:
-    old = load_model_for_path(LING)
-    _shipped(old_profiles)
-    new = load_model_for_path(LING)
-    assert old == new and set(new.drafts) == {"NEXTN", "DSPARK"}
-    assert isinstance(old.drafts["DSPARK"], DenseDraft) and old.drafts["DSPARK"].block_size == 8
-    spark = load_machine("dgx-spark")
-    s = Settings(lm_head="bf16", speculative=True, algorithm="DSPARK", gamma=8, steps=1,
-                 draft_tokens=9)
-    w = Workload("greedy", 8704, "random")
-    assert PerfModel(spark, old, s).expected_tpot_ms(w) == PerfModel(
-        spark, new, s).expected_tpot_ms(w)
-
-
-def test_a_profile_of_both_shapes_keeps_its_drafts_entry() -> None:
-    data = yaml.safe_load((OLD / "machines" / "h200.yaml").read_text())
-    data["drafts"] = {"NEXTN": {"forward_ms": 9.0, "round_ms": 9.0}}
-    m = Machine.model_validate(data)
-    assert m.drafts["NEXTN"] == DraftCosts(forward_ms=9.0, round_ms=9.0)
-    assert m.drafts["DSPARK"].forward_ms == 0.35               # the old fields' own
-    assert Model.model_validate({**yaml.safe_load(
-        (OLD / "models" / "ling-3.0-flash-fp4.yaml").read_text()), "nextn": None}
-    ).drafts.keys() == {"DSPARK"}
 
 
 def test_a_new_algorithm_is_costed_from_its_entry_and_profile_data_alone() -> None:
