@@ -9,6 +9,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,3 +175,66 @@ def test_the_middle_layer_keeps_its_budgets() -> None:
     untyped = sum(": Any" in line for p in PACKAGE.rglob("*.py")     # lines, as grep counts
                   for line in p.read_text().splitlines())
     assert untyped <= 90, f"{untyped} lines with ': Any' in tuner/"
+
+
+def _unpaired(tool: dict[str, Any], sim: dict[str, Any]) -> list[str]:
+    """Where the tool's table of speculative algorithms (``tuner/engines/
+    _sglang_speculative.py``) and the simulator's (``tuner_sim/speculative.py``) disagree:
+    an algorithm ``tuner init`` offers that the simulator does not serve or the reverse,
+    and, for each both have, what it reports, the values that launch it, its worker's shape,
+    its draft's kind and a block draft's window and default block."""
+    from tuner_sim.profiles import MtpDraft
+    from tuner_sim.speculative import TREE
+
+    offered = {n for n, a in tool.items() if a.offered}
+    bad = [f"{n}: the tool offers it, the simulator has no entry" for n in sorted(
+        offered - set(sim))]
+    bad += [f"{n}: the simulator serves it, the tool does not offer it" for n in sorted(
+        set(sim) - offered)]
+    for name in sorted(offered & set(sim)):
+        t, s = tool[name], sim[name]
+        block = t.block
+        pairs = {
+            "reports": (t.reports, s.resolved),
+            "launched as": ({t.name, *t.aliases}, set(s.launched)),
+            "shape": (t.worker == "eagle", s.shape is TREE),
+            "draft": (t.draft == "checkpoint", s.draft_kind is MtpDraft),
+            "window": (block.window_extra if block else 0, s.window_extra),
+            "default block": (block.default_block if block else None, s.default_block)}
+        bad += [f"{name}: {what} {a!r} (tool) != {b!r} (simulator)"
+                for what, (a, b) in pairs.items() if a != b]
+    return bad
+
+
+def test_the_tool_and_the_simulator_know_the_same_speculative_algorithms() -> None:
+    """One table per side (docs/simulator.md, "Adding a speculative algorithm"): every
+    algorithm ``tuner init`` can write has a simulator entry and every entry is one the
+    tool writes, each described alike; one the adapter knows only by its rules (DFLASH)
+    is refused by the simulator as not modelled."""
+    from tuner.engines import SPEC_ALGORITHMS
+    from tuner_sim.speculative import ALGORITHMS
+    from tuner_sim.speculative import launched
+
+    assert _unpaired(SPEC_ALGORITHMS, ALGORITHMS) == []
+    rules_only = [n for n, a in SPEC_ALGORITHMS.items() if not a.offered]
+    assert rules_only == ["DFLASH"] and launched("DFLASH") is None
+
+
+def test_the_pairing_check_catches_an_algorithm_one_side_lacks() -> None:
+    """The check itself: a tool row without a simulator entry, an entry without a row, and
+    a row described differently are each reported."""
+    from dataclasses import replace
+
+    from tuner.engines import SPEC_ALGORITHMS
+    from tuner_sim.speculative import ALGORITHMS
+
+    extra = replace(SPEC_ALGORITHMS["EAGLE3"], name="EAGLE4", reports="EAGLE4")
+    assert _unpaired({**SPEC_ALGORITHMS, "EAGLE4": extra}, ALGORITHMS) == [
+        "EAGLE4: the tool offers it, the simulator has no entry"]
+    fewer = {n: a for n, a in SPEC_ALGORITHMS.items() if n != "EAGLE3"}
+    assert _unpaired(fewer, ALGORITHMS) == [
+        "EAGLE3: the simulator serves it, the tool does not offer it"]
+    as_block = {**SPEC_ALGORITHMS, "EAGLE3": replace(SPEC_ALGORITHMS["EAGLE3"],
+                                                     worker="block")}
+    assert _unpaired(as_block, ALGORITHMS) == [
+        "EAGLE3: shape False (tool) != True (simulator)"]

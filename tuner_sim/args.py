@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from tuner_sim.speculative import ALGORITHMS
+from tuner_sim.speculative import launched
+
 
 MOE_RUNNER_BACKENDS = [
     "auto", "deep_gemm", "triton", "triton_kernel", "flashinfer_trtllm",
@@ -310,9 +313,10 @@ def resolve(ns: argparse.Namespace, *, architecture: str, capability: tuple[int,
         if name == "NEXTN":
             name = "EAGLE"
         a["speculative_algorithm"] = name
-        if name not in EAGLE_FAMILY | {"DSPARK"}:
+        if launched(name) is None:
+            modelled = ", ".join("/".join(a.launched) for a in ALGORITHMS.values())
             raise LaunchError("NotImplementedError", f"simulator: speculative algorithm "
-                              f"{name} is not modelled (EAGLE/NEXTN and DSPARK are)")
+                              f"{name} is not modelled ({modelled} are)")
         if name == "DSPARK":
             _resolve_dspark(a, out, draft_block)
         if name in EAGLE_FAMILY:

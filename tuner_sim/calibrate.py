@@ -31,6 +31,7 @@ from tuner_sim.load import core_for
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
 from tuner_sim.perf import Workload
+from tuner_sim.profiles import DenseDraft
 from tuner_sim.profiles import Machine
 from tuner_sim.profiles import Model
 from tuner_sim.profiles import load_machine
@@ -176,7 +177,7 @@ def cookbook_rows(pm: Callable[[Settings], PerfModel], machine: Machine | None =
         # DSPARK's cell is the prompt lottery's best draw (docs/simulator.md): the
         # 95th-percentile prompt's acceptance; off has no lottery
         t = tpot1[label] = (prompt_tpot_ms(m, Workload("greedy", ctx, "random"), BEST_DRAW)
-                            if s.dspark else m.expected_tpot_ms(Workload("greedy", ctx,
+                            if s.speculative else m.expected_tpot_ms(Workload("greedy", ctx,
                                                                          "random")))
         first = m.prefill_ms(tokens_in)
         total = (tokens_in + tokens_out) / ((first + (tokens_out - 1) * t) / 1000)
@@ -273,7 +274,8 @@ def spark_rows(machine_name: str = "dgx-spark") -> list[Row]:
             Row(ltbl, "slowest prompt (5th-percentile acceptance)", 39.9,
                 prompt_tpot_ms(cook, lot, WORST_DRAW), "ms", check="info")]
     stbl = "Spark rows' shape (sampled, ~50-token prompts)"
-    trained = model.dspark.block_size if model.dspark is not None else 8
+    draft = model.drafts.get("DSPARK")
+    trained = draft.block_size if isinstance(draft, DenseDraft) and draft.block_size else 8
     for backend, head in (("humming", "fp8"), ("flashinfer_mxfp4", "bf16")):
         w = Workload("sampled", SPARK_PROMPT["code"] + 512, "code")
         tp = {g: pm(dspark_settings(backend, head, g)).expected_tpot_ms(w) for g in range(2, 13)}

@@ -40,15 +40,14 @@ from tuner_sim.precision import bytes_per_param
 from tuner_sim.precision import model_dtype
 from tuner_sim.precision import precisions
 from tuner_sim.profiles import DERIVED
-from tuner_sim.profiles import DSparkDraft
+from tuner_sim.profiles import DenseDraft
 from tuner_sim.profiles import Model
-from tuner_sim.profiles import NextN
+from tuner_sim.profiles import MtpDraft
+from tuner_sim.speculative import Algorithm
 
 
-__all__ = ["DeriveError", "config_path", "derive_dspark", "derive_model", "read_config"]
-
-#: SGLang 0.5.23's DSPARK gamma when the draft's config gives none (dspark_config.py)
-DEFAULT_DSPARK_GAMMA = 7
+__all__ = ["DeriveError", "block_declared", "config_path", "derive_draft", "derive_model",
+           "read_config"]
 
 
 def config_path(model_path: str) -> Path | None:
@@ -340,7 +339,7 @@ def _mtp_unquantized(cfg: dict[str, Any]) -> bool:
     return any(str(m).startswith(("mtp", "model.mtp")) for m in skipped)
 
 
-def _nextn(cfg: dict[str, Any], h: int, b: dict[str, float]) -> NextN:
+def _nextn(cfg: dict[str, Any], h: int, b: dict[str, float]) -> MtpDraft:
     """One NEXTN (MTP) layer: a full-attention (or MLA) decoder layer with a MoE MLP, plus
     its projection of [embedding; hidden] (2h x h) (and Qwen4-Exp's hyper-connection
     mixers); it shares the target's embedding and LM head. SGLang drafts with one such
@@ -352,8 +351,8 @@ def _nextn(cfg: dict[str, Any], h: int, b: dict[str, float]) -> NextN:
     dense = (attn + 2 * h * h) * b["attention"] + 3 * h * _shared_width(cfg) * b["shared"] \
         + h * e * b["router"] + 1.5 * _hyper_params(cfg, h) * dtype
     experts = e * 3 * h * width * (dtype if _mtp_unquantized(cfg) else b["experts"])
-    return NextN(weights_gb=(dense + experts) / 1e9, dense_active_gb=dense / 1e9,
-                 kv_bytes_per_token=kv, moe_layers=1)
+    return MtpDraft(weights_gb=(dense + experts) / 1e9, dense_active_gb=dense / 1e9,
+                    kv_bytes_per_token=kv, moe_layers=1)
 
 
 def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
@@ -406,7 +405,7 @@ def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
         "state_bytes_per_step": 2.0 * s.state_bytes,       # read, then written back
         "prefill_attn_flops_per_pair": s.attn_flops,
         "prefill_window_flops_per_pair": s.window_flops,
-        "nextn": _nextn(cfg, h, b) if mtp_layers(cfg) else None,
+        "drafts": {"NEXTN": _nextn(cfg, h, b)} if mtp_layers(cfg) else {},
         # the PLE tables in their storage dtype: ple_embedding_dtype where declared, else
         # the model dtype (SGLang switches to FP8 at load when the shards are FP8, which a
         # config.json does not say)
@@ -416,20 +415,28 @@ def derive_model(path: Path, defaults: dict[str, Any]) -> Model:
     return Model.model_validate(data)
 
 
-def derive_dspark(path: Path) -> DSparkDraft:
-    """A DSPARK block draft from its checkpoint's config.json: a dense stack (attention and
-    MLP per layer) sharing the target's embedding and LM head, in its own dtype."""
+def block_declared(cfg: dict[str, Any], algo: Algorithm) -> object:
+    """What a draft's config.json declares as its block size, as SGLang reads it: the
+    first of the algorithm's keys present (DSPARK: ``dspark_block_size``, ``block_size``);
+    None when none is."""
+    return next((cfg[k] for k in algo.block_keys if k in cfg), None)
+
+
+def derive_draft(path: Path, algo: Algorithm) -> DenseDraft:
+    """An external draft of ``algo`` from its checkpoint's config.json: a dense stack
+    (attention and MLP per layer) sharing the target's embedding and LM head, in its own
+    dtype; a block draft's block size as its config declares it (else SGLang's default)."""
     cfg = read_config(path)
     layers = _int(cfg, "num_hidden_layers", "num_layers")
     h = _int(cfg, "hidden_size")
     dtype = bytes_per_param(model_dtype(cfg))
     attn, kv, _, _ = _attention(cfg, "full", h, dtype)
     params = layers * (attn + 3 * h * _int(cfg, "intermediate_size", default=0))
-    block = cfg.get("dspark_block_size", cfg.get("block_size"))
+    block = block_declared(cfg, algo)
     folder = path.parent if path.name == "config.json" else path
-    return DSparkDraft(
+    return DenseDraft(
         aliases=[folder.name], architecture=str((cfg.get("architectures") or ["?"])[0]),
-        block_size=block if isinstance(block, int) else DEFAULT_DSPARK_GAMMA,
+        block_size=block if isinstance(block, int) else algo.default_block,
         resident_gb=params * dtype / 1e9, dense_read_gb=params * dtype / 1e9,
         kv_bytes_per_token=layers * kv, params_b=params / 1e9, per_request_gb=0.0,
         confidence_head=False)
@@ -438,7 +445,8 @@ def derive_dspark(path: Path) -> DSparkDraft:
 def describe(m: Model) -> str:
     """One line: what the twin was derived to (the server's start-up log, calibrate)."""
     q = m.quantization
-    mtp = f"NEXTN layer {m.nextn.weights_gb:.2f} GB" if m.nextn else "no NEXTN layer"
+    n = m.drafts.get("NEXTN")
+    mtp = f"NEXTN layer {n.resident_gb:.2f} GB" if n else "no NEXTN layer"
     return (f"{m.architecture}: {m.params_total_b:.1f} B parameters, {m.params_active_b:.2f} B "
             f"active per token; {m.moe_layers} MoE layers x {m.routed_experts} experts (top "
             f"{m.experts_per_token}, {q.get('experts')}), dense {q.get('dense')}, LM head "

@@ -25,6 +25,7 @@ from tuner_sim.profiles import Model
 from tuner_sim.request import SimRequest
 from tuner_sim.schedule import Core
 from tuner_sim.schedule import Limits
+from tuner_sim.speculative import block_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def core_for(argv: list[str], machine: Machine, model: Model) -> Core:
     """The scheduler a simulated server launched with ``argv`` would run (its memory
     plan's pool; a fraction that would hang the machine is not refused here)."""
     ns = build_parser().parse_args(argv)
-    draft = model.dspark.block_size if model.dspark is not None else None
+    draft = block_of(model, ns.speculative_algorithm)
     res = resolve(ns, architecture=model.architecture, capability=machine.compute_capability,
                   model_context=model.context_length, env={}, memory_gb=machine.memory_gib,
                   draft_block=draft)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner_sim.args import LaunchError
+from tuner_sim.profiles import Draft
 from tuner_sim.profiles import Machine
 from tuner_sim.profiles import Model
+from tuner_sim.speculative import resolved
 
 
 GIB = 1024**3
@@ -39,18 +41,21 @@ class MemoryPlan:
         return self.avail_after_load_gb - self.kv_gb - self.mamba_gb
 
 
+def launch_draft(model: Model, args: dict[str, Any]) -> Draft | None:
+    """The draft the launch runs (its algorithm's, tuner_sim.speculative); None without
+    speculation or without one."""
+    name = args["speculative_algorithm"]
+    algo = resolved(name) if name is not None else None
+    return algo.draft_of(model) if algo is not None else None
+
+
 def draft_cost(model: Model, args: dict[str, Any]) -> tuple[float, int]:
     """(resident weights in GB, KV bytes per token) the speculative draft adds: the NEXTN
-    layer, or DSPARK's own layers and KV, which SGLang 0.5.23 adds to the target's cell
-    bytes in the one shared pool (dflash_utils.py); nothing without speculation."""
-    algo = args["speculative_algorithm"]
-    if algo is None:
-        return 0.0, 0
-    if algo == "DSPARK" and model.dspark is not None:
-        return model.dspark.resident_gb, model.dspark.kv_bytes_per_token
-    if model.nextn is None:
-        return 0.0, 0
-    return model.nextn.weights_gb, model.nextn.kv_bytes_per_token
+    layer, or an external draft's own layers and KV, which SGLang 0.5.23 adds to the
+    target's cell bytes in the one shared pool (dflash_utils.py); nothing without
+    speculation."""
+    d = launch_draft(model, args)
+    return (0.0, 0) if d is None else (d.resident_gb, d.kv_bytes_per_token)
 
 
 def ple_resident_gb(machine: Machine, model: Model, args: dict[str, Any]) -> float:
@@ -89,7 +94,8 @@ def weights_oom(machine: Machine, weights_gb: float, free_gb: float) -> tuple[st
 def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryPlan:
     f = float(args["mem_fraction_static"])
     spec = args["speculative_algorithm"] is not None
-    dspark = args["speculative_algorithm"] == "DSPARK"
+    algo = resolved(args["speculative_algorithm"]) if spec else None
+    draft = launch_draft(model, args)
     capacity = machine.memory_gib * GIB / 1e9
     free0 = capacity - machine.runtime_reserved_gib * GIB / 1e9
     _, draft_kv = draft_cost(model, args)
@@ -113,9 +119,9 @@ def plan_memory(machine: Machine, model: Model, args: dict[str, Any]) -> MemoryP
     if ring:
         mamba += (slots * int(args["linear_replayssm_cache_len"])
                   * model.linear_ring_bytes_per_position / 1e9)
-    if dspark and model.dspark is not None:
-        mamba += int(args["max_running_requests"]) * model.dspark.per_request_gb
-    graph_sets = 1 + (1 if dspark else 3 if spec else 0)
+    if draft is not None and draft.per_request_gb:     # a draft's buffers per request row
+        mamba += int(args["max_running_requests"]) * draft.per_request_gb
+    graph_sets = 1 + (algo.shape.graph_sets if algo is not None else 0)
     graph = 0.0 if args["cuda_graph_config"]["decode"]["backend"] == "disabled" else (
         0.12 * graph_sets * len(args["cuda_graph_config"]["decode"]["bs"]))
     per_token = model.kv_bytes_per_token + model.kv_window_bytes_per_token + draft_kv

@@ -17,8 +17,11 @@ Per rank (docs/simulator.md, "Tensor parallelism"):
 
 from __future__ import annotations
 
+from tuner_sim.profiles import DenseDraft
+from tuner_sim.profiles import Draft
 from tuner_sim.profiles import Machine
 from tuner_sim.profiles import Model
+from tuner_sim.profiles import MtpDraft
 
 
 #: ASSUMED: one all-reduce of a decode step's activations (a few KB to a few MB), us
@@ -32,7 +35,7 @@ def per_rank(model: Model, machine: Machine, tp: int) -> tuple[Model, Machine]:
     all-reduces in its step overheads); unchanged for ``tp`` 1."""
     if tp <= 1:
         return model, machine
-    split = {
+    split: dict[str, object] = {
         "expert_bytes_per_param": model.expert_bytes_per_param / tp,
         "dense_active_gb": model.dense_active_gb / tp,
         "embedding_gb": model.embedding_gb / tp,
@@ -45,24 +48,34 @@ def per_rank(model: Model, machine: Machine, tp: int) -> tuple[Model, Machine]:
         "prefill_attn_flops_per_pair": model.prefill_attn_flops_per_pair / tp,
         "prefill_window_flops_per_pair": model.prefill_window_flops_per_pair / tp,
     }
-    if model.nextn is not None:
-        n = model.nextn
-        split["nextn"] = n.model_copy(update={
-            "weights_gb": n.weights_gb / tp, "dense_active_gb": n.dense_active_gb / tp,
-            "kv_bytes_per_token": max(1, n.kv_bytes_per_token // tp)})
-    if model.dspark is not None:
-        d = model.dspark
-        split["dspark"] = d.model_copy(update={
+    ms = ALLREDUCE_US * ALLREDUCES_PER_LAYER / 1000
+    talk = machine.model_copy(update={
+        "step_overhead_ms": machine.step_overhead_ms + model.layers * ms,
+        "drafts": {k: c.model_copy(update={
+            "forward_ms": c.forward_ms + _talking_layers(model.drafts.get(k)) * ms})
+            for k, c in machine.drafts.items()},
+        "prefill_overhead_ms": machine.prefill_overhead_ms + model.layers * ms})
+    split["drafts"] = {k: _draft_share(d, tp) for k, d in model.drafts.items()}
+    return model.model_copy(update=split), talk
+
+
+def _draft_share(d: Draft, tp: int) -> Draft:
+    """One rank's share of a speculative draft, by its kind."""
+    if isinstance(d, DenseDraft):
+        return d.model_copy(update={
             "resident_gb": d.resident_gb / tp, "dense_read_gb": d.dense_read_gb / tp,
             "kv_bytes_per_token": max(1, d.kv_bytes_per_token // tp),
             "per_request_gb": d.per_request_gb / tp})
-    ms = ALLREDUCE_US * ALLREDUCES_PER_LAYER / 1000
-    draft_layers = model.nextn.moe_layers if model.nextn is not None else 1
-    talk = machine.model_copy(update={
-        "step_overhead_ms": machine.step_overhead_ms + model.layers * ms,
-        "draft_step_overhead_ms": machine.draft_step_overhead_ms + draft_layers * ms,
-        "prefill_overhead_ms": machine.prefill_overhead_ms + model.layers * ms})
-    return model.model_copy(update=split), talk
+    return d.model_copy(update={
+        "weights_gb": d.weights_gb / tp, "dense_active_gb": d.dense_active_gb / tp,
+        "kv_bytes_per_token": max(1, d.kv_bytes_per_token // tp)})
+
+
+def _talking_layers(d: Draft | None) -> int:
+    """Layers whose all-reduces a draft forward adds: an MTP draft's. A dense draft's are
+    not charged, as before issue 35 (a gap: its layers are split and all-reduce too; no
+    TP launch of one is calibrated); no draft, no forward."""
+    return d.moe_layers if isinstance(d, MtpDraft) else 0
 
 
 def describe_tp(model: Model, tp: int) -> str:

@@ -12,7 +12,8 @@ A decode forward of M tokens at context C reads
 * the KV cache of the MLA layers for the context;
 * the LM head once, at its precision;
 
-over the machine's bandwidth, plus a fixed per-forward overhead. A NEXTN round is
+over the machine's bandwidth, plus a fixed per-forward overhead. A round is costed by its
+algorithm's shape (:mod:`tuner_sim.speculative`) from its draft's kind. A NEXTN round is
 ``steps`` draft forwards of the NEXTN layer (M = topk after the first) and one verify
 forward of M = draft tokens, plus a per-round overhead. A DSPARK round is one forward of
 the dense block draft (its layers, the shared LM head over gamma positions, its own KV)
@@ -32,8 +33,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner_sim.profiles import AcceptanceClass
+from tuner_sim.profiles import DenseDraft
+from tuner_sim.profiles import Draft
+from tuner_sim.profiles import DraftCosts
 from tuner_sim.profiles import Machine
 from tuner_sim.profiles import Model
+from tuner_sim.profiles import MtpDraft
+from tuner_sim.speculative import BLOCK
+from tuner_sim.speculative import TREE
+from tuner_sim.speculative import Algorithm
+from tuner_sim.speculative import resolved
 
 
 @dataclass(frozen=True)
@@ -49,23 +58,35 @@ class Settings:
     draft_tokens: int = 4
     spec_moe_backend: str | None = None
     draft_lm_head_ok: bool = True  # False: the draft reads FP8 weights as BF16 (the trap)
-    algorithm: str = "EAGLE"       # resolved: EAGLE (NEXTN) or DSPARK, when speculative
-    gamma: int = 8                 # DSPARK: tokens drafted per round (verify gamma + 1)
+    #: resolved (/server_info's): EAGLE (NEXTN), EAGLE3, DSPARK (tuner_sim.speculative)
+    algorithm: str = "EAGLE"
+    gamma: int = 8                 # a block draft's tokens drafted per round (DSPARK's)
 
     @property
-    def dspark(self) -> bool:
-        return self.speculative and self.algorithm == "DSPARK"
+    def algo(self) -> Algorithm:
+        """The registry's entry for :attr:`algorithm` (NEXTN's without speculation: whose
+        acceptance table a request's rate is drawn from all the same)."""
+        algo = resolved(self.algorithm)
+        if algo is None:
+            raise LookupError(f"simulator: speculative algorithm {self.algorithm} is not "
+                              "modelled")
+        return algo
+
+    @property
+    def block(self) -> bool:
+        """Speculative with a block draft (one forward drafts ``gamma`` tokens)."""
+        return self.speculative and self.algo.shape is BLOCK
 
     @property
     def drafted(self) -> int:
         """Draft tokens proposed per round (what a verify can accept at most)."""
-        return self.gamma if self.dspark else self.steps
+        return self.algo.shape.drafted(self) if self.speculative else self.steps
 
 
 def draft_tree_fits(s: Settings) -> bool:
     """Whether SGLang can build the EAGLE draft tree: ``organize_draft_results`` takes the
     top ``draft_tokens - 1`` of ``topk + (steps - 1) * topk**2`` scored candidates."""
-    if not s.speculative or s.dspark or s.topk == 1:
+    if not s.speculative or s.algo.shape is not TREE or s.topk == 1:
         return True
     return s.draft_tokens - 1 <= s.topk + (s.steps - 1) * s.topk * s.topk
 
@@ -94,19 +115,24 @@ def settings_from(args: dict[str, Any], env: Callable[[str], str | None],
         w4a8 = str(dtype).startswith("float8")
     algorithm = args["speculative_algorithm"]
     spec = algorithm is not None
-    dspark = algorithm == "DSPARK"
+    algo = resolved(algorithm) if spec else None
+    if spec and algo is None:
+        raise LaunchError("NotImplementedError", f"simulator: speculative algorithm "
+                          f"{algorithm} is not modelled")
     draft_tokens = args["speculative_num_draft_tokens"] or 4
     # The NEXTN draft of a fork without the module fix reads FP8 weights as BF16; DSPARK's
     # draft projects through the shared head module with its quant method (0.5.23's
     # project_through_lm_head), so it is assumed unaffected (docs/simulator.md).
-    trap = spec and not dspark and lm_head == "fp8" and not lm_head_module_shared
+    trap = (algo is not None and algo.shares_head_module and lm_head == "fp8"
+            and not lm_head_module_shared)
+    block = algo is not None and algo.shape is BLOCK
     return Settings(
         moe_backend=args["moe_runner_backend"], humming_w4a8=w4a8, lm_head=lm_head,
         speculative=spec, steps=args["speculative_num_steps"] or 3,
         topk=args["speculative_eagle_topk"] or 1, draft_tokens=draft_tokens,
         spec_moe_backend=args["speculative_moe_runner_backend"],
         draft_lm_head_ok=not trap, algorithm=algorithm or "EAGLE",
-        gamma=draft_tokens - 1 if dspark else 8)
+        gamma=draft_tokens - algo.window_extra if algo is not None and block else 8)
 
 
 @dataclass(frozen=True)
@@ -141,8 +167,9 @@ class PerfModel:
 
     def _moe_eff(self, backend: str) -> float:
         eff = self.machine.efficiency.moe_eff(backend)
-        if backend == "humming" and self.s.humming_w4a8:
-            eff *= 1.0 - self.machine.efficiency.humming_w4a8_penalty
+        penalty = self.machine.efficiency.w4a8_penalty.get(backend)
+        if penalty is not None and self.s.humming_w4a8:
+            eff *= 1.0 - penalty
         return eff
 
     def _ms(self, nbytes: float, eff: float) -> float:
@@ -189,42 +216,47 @@ class PerfModel:
                 + batch * self.context_ms(context)
                 + batch * m_tokens * self.model.decode_us_per_token / 1e3)
 
+    @property
+    def draft(self) -> Draft | None:
+        """The profile's draft for the launch's algorithm (None: the model has none)."""
+        return self.s.algo.draft_of(self.model)
+
+    @property
+    def costs(self) -> DraftCosts:
+        """The machine's fixed costs of the launch's algorithm."""
+        return self.machine.drafts[self.s.algo.key]
+
     def draft_ms(self, m_tokens: float, context: float, overlap: float, batch: int = 1
                  ) -> float:
-        """One forward of the NEXTN draft layer (it shares the target's LM head)."""
-        n = self.model.nextn
-        assert n is not None, "the model has no NEXTN (MTP) layer"
+        """One forward of the launch's draft, by its kind: an MTP layer over ``m_tokens``
+        per request, or a dense draft (whose weights a forward reads once, whatever the
+        tokens)."""
+        d = self.draft
+        assert d is not None, f"the model profile has no {self.s.algo.key} draft"
+        if isinstance(d, DenseDraft):
+            return self.dense_draft_ms(d, context, batch)
         backend = self.s.spec_moe_backend or self.s.moe_backend
-        return (self.machine.draft_step_overhead_ms
-                + self.routed_ms(m_tokens, overlap, n.moe_layers, backend, batch)
-                + self._ms(n.dense_active_gb * 1e9, self._dense_eff())
+        return (self.costs.forward_ms
+                + self.routed_ms(m_tokens, overlap, d.moe_layers, backend, batch)
+                + self._ms(d.dense_active_gb * 1e9, self._dense_eff())
                 + self.lm_head_ms()
-                + batch * self.kv_ms(context, n.kv_bytes_per_token))
+                + batch * self.kv_ms(context, d.kv_bytes_per_token))
 
-    def dspark_draft_ms(self, context: float, batch: int = 1) -> float:
-        """One forward of the DSPARK block draft: its dense layers once, the shared LM head
-        over the gamma positions (BF16 when the target's head is BF16 with FP32 logits:
-        the draft projects in the weight's dtype), its own KV over the context."""
-        d = self.model.dspark
-        assert d is not None, "the model profile has no DSPARK draft"
+    def dense_draft_ms(self, d: DenseDraft, context: float, batch: int = 1) -> float:
+        """One forward of a dense draft: its layers once, the shared LM head over its
+        positions (BF16 when the target's head is BF16 with FP32 logits: the draft projects
+        in the weight's dtype), its own KV over the context."""
         eff = self.machine.efficiency
         head = "bf16" if self.s.lm_head == "fp32" else self.s.lm_head
-        return (self.machine.dspark_draft_overhead_ms
+        return (self.costs.forward_ms
                 + self._ms(d.dense_read_gb * 1e9, eff.dense_eff("bf16"))
                 + self.lm_head_ms(head)
                 + batch * self.kv_ms(context, d.kv_bytes_per_token))
 
     def round_ms(self, context: float, overlap: float, batch: int = 1) -> float:
-        """One speculative round: the draft, then one verify of the draft tokens."""
-        s = self.s
-        if s.dspark:
-            return (self.dspark_draft_ms(context, batch)
-                    + self.forward_ms(s.gamma + 1, context, overlap, batch)
-                    + self.machine.dspark_round_overhead_ms)
-        drafts = self.draft_ms(1, context, overlap, batch)
-        drafts += (s.steps - 1) * self.draft_ms(s.topk, context, overlap, batch)
-        return (drafts + self.forward_ms(s.draft_tokens, context, overlap, batch)
-                + self.machine.spec_round_overhead_ms)
+        """One speculative round, as the algorithm's shape costs it (tuner_sim.speculative):
+        the draft, then one verify of the draft tokens."""
+        return self.s.algo.shape.round_ms(self, context, overlap, batch)
 
     def overlap(self, kind: str, content: str = "math") -> float:
         return float(getattr(getattr(self.model.routing_overlap, content), kind))
@@ -245,14 +277,16 @@ class PerfModel:
         eff = self.machine.efficiency
         chunks = max(1, math.ceil(new_tokens / 8192))
         per_chunk = min(new_tokens, 8192)
-        nextn = m.nextn.moe_layers if m.nextn is not None else 0
-        layers = m.moe_layers + (nextn if self.s.speculative and not self.s.dspark else 0)
+        d = self.draft if self.s.speculative else None
+        # an MTP draft's experts stream with the target's; a dense draft prefills its own
+        # layers at its own rate
+        layers = m.moe_layers + (d.moe_layers if isinstance(d, MtpDraft) else 0)
         experts = chunks * layers * self.distinct_experts(per_chunk, 0.0) * m.expert_bytes
         flops = 2.0 * m.params_active_b * 1e9 * new_tokens
         draft_ms = 0.0
-        if self.s.dspark and m.dspark is not None:      # the draft prefills its own layers
-            rate = self.machine.draft_prefill_tflops or self.machine.prefill_tflops
-            draft_ms = 2.0 * m.dspark.params_b * 1e9 * new_tokens / (rate * 1e12) * 1e3
+        if isinstance(d, DenseDraft):
+            rate = self.costs.prefill_tflops or self.machine.prefill_tflops
+            draft_ms = 2.0 * d.params_b * 1e9 * new_tokens / (rate * 1e12) * 1e3
         pairs = new_tokens * (cached_tokens + new_tokens / 2)
         attn = m.prefill_attn_flops_per_pair * pairs
         if m.prefill_window_flops_per_pair:
@@ -267,7 +301,7 @@ class PerfModel:
 
     # -- acceptance -------------------------------------------------------------------------------
     def acceptance_class(self, kind: str, content: str = "math") -> AcceptanceClass:
-        algo = self.model.acceptance.algorithms["DSPARK" if self.s.dspark else "NEXTN"]
+        algo = self.model.acceptance.algorithms[self.s.algo.key]
         return getattr(getattr(algo, content), kind)
 
     def position_probs(self, first: float, kind: str, content: str = "math") -> list[float]:
@@ -276,28 +310,15 @@ class PerfModel:
         if not self.s.draft_lm_head_ok:
             return [0.0] * max(0, min(s.steps, s.draft_tokens - 1))
         decay = self.acceptance_class(kind, content).decay
-        if s.dspark:            # a linear block of gamma: no tree
-            depth, w = s.gamma, 1.0
-        else:
-            # The verify window holds draft_tokens nodes (root included): no path through it
-            # is deeper than draft_tokens - 1, and what is left over widens the tree.
-            depth = max(0, min(s.steps, s.draft_tokens - 1))
-            width = min(float(s.topk), max(1.0, (s.draft_tokens - 1) / max(depth, 1)))
-            w = width ** self.model.acceptance.topk_width_exponent
-        # A block draft proposes past its trained block size blindly: those positions are
-        # never accepted, so a gamma above it only adds verify cost (docs/simulator.md).
-        trained = self.trained_block() if s.dspark else depth
+        # the tree's depth and width, or a block of gamma; a block draft proposes past its
+        # trained block size blindly: those positions are never accepted, so a gamma above
+        # it only adds verify cost (docs/simulator.md)
+        depth, w, trained = s.algo.shape.reach(self)
         out = []
         for i in range(depth):
             p = min(max(first * decay ** i, 0.0), 1.0) if i < trained else 0.0
             out.append(1.0 - (1.0 - p) ** w)
         return out
-
-    def trained_block(self) -> int:
-        """The block size the DSPARK draft was trained on (its checkpoint's); no draft in
-        the profile: the launch's gamma."""
-        d = self.model.dspark
-        return d.block_size if d is not None else self.s.gamma
 
     def accept_length_given(self, first: float, kind: str, content: str = "math") -> float:
         """Expected tokens per round for a request whose first-depth rate is ``first``."""

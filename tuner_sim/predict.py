@@ -40,6 +40,7 @@ def fraction_for(machine: Machine) -> float:
 
 def _sizes(model: Model, machine: Machine, path: str, src: str) -> list[Prediction]:
     t = "derived from config.json"
+    mtp = model.drafts.get("NEXTN")
     out = [Prediction(t, "weights resident", model.weights_gb, "GB", src),
            Prediction(t, "parameters (total / active per token)", model.params_total_b,
                       "B", src, f"{model.params_active_b:.2f} B active"),
@@ -47,8 +48,8 @@ def _sizes(model: Model, machine: Machine, path: str, src: str) -> list[Predicti
                       + model.kv_window_bytes_per_token, "B", src),
            Prediction(t, "linear-attention state per request",
                       model.linear_state_gb_per_request * 1e3, "MB", src),
-           Prediction(t, "NEXTN (MTP) layer", model.nextn.weights_gb if model.nextn else 0.0,
-                      "GB", src, "" if model.nextn else "none in the checkpoint")]
+           Prediction(t, "NEXTN (MTP) layer", mtp.resident_gb if mtp else 0.0, "GB", src,
+                      "" if mtp else "none in the checkpoint")]
     f = fraction_for(machine)
     argv = ["--model-path", path, "--mem-fraction-static", str(f)]
     try:
@@ -65,7 +66,7 @@ def _decode(model: Model, machine: Machine, src: str) -> list[Prediction]:
     t = "batch 1"
     out: list[Prediction] = []
     runs = [("no speculation, BF16 LM head", Settings(moe_backend="auto", lm_head="bf16"))]
-    if model.nextn is not None:
+    if "NEXTN" in model.drafts:
         runs.append(("NEXTN 3/1/4", Settings(moe_backend="auto", lm_head="bf16",
                                              speculative=True)))
     for name, s in runs:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Annotated
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel
 from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import model_validator
 
 
 _HERE = Path(__file__).parent / "profiles"
@@ -20,6 +24,18 @@ _HERE = Path(__file__).parent / "profiles"
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _keyed(data: object, field: str, old: dict[str, str]) -> object:
+    """``data`` (a profile section) with the fixed per-backend fields it held before issue
+    35 (``old``: backend -> field) moved into its mapping ``field``; a backend the mapping
+    already holds wins."""
+    if not isinstance(data, dict) or not any(f in data for f in old.values()):
+        return data
+    rest = dict(data)
+    moved = {backend: rest.pop(f) for backend, f in old.items() if f in rest}
+    have = rest.get(field)
+    return {**rest, field: {**moved, **have} if isinstance(have, dict) else moved}
 
 
 class Efficiency(_M):
@@ -30,7 +46,10 @@ class Efficiency(_M):
     #: a backend the profile does not list (``auto``, ``triton``, ...): ASSUMED, its
     #: source in the profile's comment (docs/simulator.md, "The derived twin")
     moe_default: float | None = None
-    humming_w4a8_penalty: float
+    #: by MoE backend: the share its W4A8 mode (activations quantised on the fly: Humming's
+    #: with ``SGLANG_HUMMING_INPUT_QUANT_CONFIG``) streams slower than W4A16; none listed:
+    #: no penalty
+    w4a8_penalty: dict[str, float] = {}
     dense_fp8: float
     #: dense weights at another precision (bf16, ...); absent: ``dense_fp8`` (ASSUMED: a
     #: batch-1 GEMV streams its weights at one efficiency whatever their dtype)
@@ -39,6 +58,12 @@ class Efficiency(_M):
     #: by the LM head's effective dtype: fp32 (BF16 weights, FP32 logits), bf16, fp8
     lm_head: dict[str, float]
     prefill_moe: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """Before issue 35 Humming's penalty was a field of its own."""
+        return _keyed(data, "w4a8_penalty", {"humming": "humming_w4a8_penalty"})
 
     def moe_eff(self, backend: str) -> float:
         if backend in self.moe:
@@ -52,12 +77,31 @@ class Efficiency(_M):
         return self.dense.get(precision, self.dense_fp8)
 
 
+class JitBuild(_M):
+    """A MoE backend's kernels compiled at its first launch on a machine (then cached)."""
+
+    s_per_kernel: float
+    kernels: int                    # per MoE shape set (gate_up, down) x activation dtype
+
+
 class Startup(_M):
     process_s: float
     weight_load_gbs: float
     graph_capture_s: float
-    humming_jit_s_per_kernel: float
-    humming_kernels: int
+    #: by MoE backend: what its first launch compiles (Humming's JIT kernels)
+    jit: dict[str, JitBuild] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """Before issue 35 Humming's build was two fields of its own."""
+        old = {"s_per_kernel": "humming_jit_s_per_kernel", "kernels": "humming_kernels"}
+        if not isinstance(data, dict) or not any(f in data for f in old.values()):
+            return data
+        rest = dict(data)
+        build = {"humming": {k: rest.pop(f) for k, f in old.items() if f in rest}}
+        have = rest.get("jit")
+        return {**rest, "jit": {**build, **have} if isinstance(have, dict) else build}
 
 
 class HostMemory(_M):
@@ -72,6 +116,41 @@ class HostMemory(_M):
     wedge_below_gib: float = 0.5
 
 
+class DraftCosts(_M):
+    """One speculative algorithm's fixed costs on this machine (``Machine.drafts``), machine
+    milliseconds."""
+
+    #: per draft forward (its launch, sampling; a NEXTN layer's, a block draft's)
+    forward_ms: float
+    #: per speculative round besides its forwards' bytes (tree build, accept, KV commit)
+    round_ms: float
+    #: a dense draft's prefill GEMMs' throughput, TFLOP/s; None: the target's
+    #: ``prefill_tflops``
+    prefill_tflops: float | None = None
+
+
+#: The fixed fields a machine profile held before issue 35, by the algorithm they were
+#: for: ``{algorithm: {DraftCosts field: old key}}`` (a user's old profile still loads).
+_MACHINE_LEGACY = {
+    "NEXTN": {"forward_ms": "draft_step_overhead_ms", "round_ms": "spec_round_overhead_ms"},
+    "DSPARK": {"forward_ms": "dspark_draft_overhead_ms",
+               "round_ms": "dspark_round_overhead_ms",
+               "prefill_tflops": "draft_prefill_tflops"},
+}
+
+
+def _with_drafts(data: object, old: dict[str, dict[str, object]]) -> object:
+    """``data`` (a profile's mapping) with ``old``'s entries added under ``drafts``, by
+    algorithm; an entry ``drafts`` already holds wins."""
+    have = data.get("drafts") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(have, dict | None):
+        return data                     # pydantic says what is wrong with it
+    drafts = dict(have or {})
+    for algo, entry in old.items():
+        drafts.setdefault(algo, entry)
+    return {**data, "drafts": drafts}
+
+
 class Machine(_M):
     id: str
     gpu: str
@@ -79,18 +158,13 @@ class Machine(_M):
     memory_gib: float
     bandwidth_gbs: float
     prefill_tflops: float
-    #: a dense draft's prefill (DSPARK's BF16 stack): its GEMMs' throughput; None: the MoE
-    #: target's ``prefill_tflops`` (FIT on the Spark: the cookbook's DSPARK TTFT)
-    draft_prefill_tflops: float | None = None
     runtime_reserved_gib: float
     safe_mem_fraction_max: float
     efficiency: Efficiency
     step_overhead_ms: float
-    draft_step_overhead_ms: float
-    spec_round_overhead_ms: float
-    #: DSPARK: fixed cost of one block-draft forward and of one round (accept, KV commit)
-    dspark_draft_overhead_ms: float
-    dspark_round_overhead_ms: float
+    #: each speculative algorithm's fixed costs, by its key (tuner_sim.speculative: NEXTN,
+    #: DSPARK, ...); an algorithm the machine has none for is refused at start-up
+    drafts: dict[str, DraftCosts] = {}
     prefill_overhead_ms: float
     startup: Startup
     #: Fixed cost per MoE layer per forward, by MoE backend (the kernels' launch and latency
@@ -103,14 +177,36 @@ class Machine(_M):
     #: unified memory: the GPU allocates from this host memory (None: memory of its own)
     host: HostMemory | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """A machine profile written before issue 35: its fixed NEXTN and DSPARK fields
+        become ``drafts`` entries."""
+        if not isinstance(data, dict):
+            return data
+        rest = dict(data)
+        old = {algo: {f: rest.pop(key) for f, key in fields.items() if key in rest}
+               for algo, fields in _MACHINE_LEGACY.items()}
+        return _with_drafts(rest, {a: e for a, e in old.items() if e})
 
-class NextN(_M):
-    """The checkpoint's own NEXTN (MTP) draft layer(s)."""
 
+class MtpDraft(_M):
+    """The checkpoint's own NEXTN (MTP) draft layer(s): a MoE decoder layer that shares the
+    target's embedding and LM head (``kind: mtp``)."""
+
+    kind: Literal["mtp"] = "mtp"
     weights_gb: float               # resident: its routed experts and the rest
     dense_active_gb: float          # read per draft forward besides the routed experts
     kv_bytes_per_token: int
     moe_layers: int = 1             # routed-expert layers one draft forward reads
+
+    @property
+    def resident_gb(self) -> float:
+        return self.weights_gb
+
+    @property
+    def per_request_gb(self) -> float:
+        return 0.0
 
 
 class Gsm8kBehaviour(_M):
@@ -191,18 +287,27 @@ class BatchRouting(_M):
     overlap_retained: float = 0.0
 
 
-class DSparkDraft(_M):
-    """The DSPARK draft: a dense block drafter sharing the target's embedding and LM head."""
+class DenseDraft(_M):
+    """An external draft checkpoint of dense layers (``kind: dense``) sharing the target's
+    embedding and LM head: DSPARK's block drafter, an EAGLE-3 head."""
 
-    aliases: list[str]
+    kind: Literal["dense"] = "dense"
+    aliases: list[str]              # the draft paths' last parts that name it
     architecture: str
-    block_size: int                 # gamma its config declares
+    block_size: int | None = None   # a block draft's gamma, as its config declares
     resident_gb: float              # its own layers (embedding and LM head are shared)
     dense_read_gb: float            # bytes read per draft forward, BF16
     kv_bytes_per_token: int         # its own KV cache, carved from the same pool
     params_b: float                 # of its own layers: prefill FLOPs
     per_request_gb: float = 0.0     # held per request row (max_running_requests rows)
-    confidence_head: bool           # what a non-static ragged-verify mode needs
+    confidence_head: bool = False   # what a non-static ragged-verify mode needs
+
+
+#: a speculative draft, by its ``kind``
+Draft = Annotated[MtpDraft | DenseDraft, Field(discriminator="kind")]
+
+#: The sections a model profile held before issue 35: old key -> (algorithm, draft kind).
+_MODEL_LEGACY = {"nextn": ("NEXTN", "mtp"), "dspark": ("DSPARK", "dense")}
 
 
 #: what a model profile is: calibrated to published figures, or derived from config.json
@@ -256,8 +361,9 @@ class Model(_M):
     prefill_attn_flops_per_pair: float
     #: the same for sliding-window layers, over at most ``kv_window_tokens`` of context
     prefill_window_flops_per_pair: float = 0.0
-    nextn: NextN | None = None
-    dspark: DSparkDraft | None = None
+    #: speculative drafts by algorithm (tuner_sim.speculative's keys: NEXTN for the
+    #: checkpoint's MTP layer, DSPARK for a block drafter, ...)
+    drafts: dict[str, Draft] = {}
     #: Qwen4-Exp's n-gram (PLE) tables: resident unless ``--ple-offload-embedding`` keeps
     #: them out of the GPU's pool (a file on the NVMe; pinned host memory, which a
     #: unified-memory machine counts all the same)
@@ -274,6 +380,18 @@ class Model(_M):
     acceptance: Acceptance
     routing_overlap: Overlaps
     batch_routing: BatchRouting = BatchRouting()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fields(cls, data: object) -> object:
+        """A model profile written before issue 35: its ``nextn`` and ``dspark`` sections
+        become ``drafts`` entries (``nextn: null``: none)."""
+        if not isinstance(data, dict):
+            return data
+        rest = dict(data)
+        old = {algo: {"kind": kind, **section} for key, (algo, kind) in _MODEL_LEGACY.items()
+               if isinstance(section := rest.pop(key, None), dict)}
+        return _with_drafts(rest, old)
 
     @property
     def expert_bytes(self) -> float:

@@ -28,11 +28,13 @@ from typing import Any
 
 from tuner_sim import args as sim_args
 from tuner_sim import host as sim_host
+from tuner_sim import speculative as sim_speculative
 from tuner_sim.args import LaunchError
 from tuner_sim.config_file import merge_or_exit
 from tuner_sim.content import classify
+from tuner_sim.derive import block_declared
 from tuner_sim.derive import config_path
-from tuner_sim.derive import derive_dspark
+from tuner_sim.derive import derive_draft
 from tuner_sim.derive import describe
 from tuner_sim.engine import Engine
 from tuner_sim.engine import SimRequest
@@ -55,6 +57,7 @@ from tuner_sim.perf import Settings
 from tuner_sim.perf import draft_tree_fits
 from tuner_sim.perf import settings_from
 from tuner_sim.profiles import DERIVED
+from tuner_sim.profiles import DenseDraft
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 from tuner_sim.schedule import Limits
@@ -200,7 +203,7 @@ class SimServer:
                                    capability=self.machine.compute_capability,
                                    model_context=self.model.context_length, env=self.env,
                                    memory_gb=self.machine.memory_gib,
-                                   draft_block=self._dspark_draft_block())
+                                   draft_block=self._draft_block())
         except LaunchError as exc:
             self._die(exc.exc_type, exc.message)
         a = res.args
@@ -291,13 +294,9 @@ class SimServer:
             f"max_running_requests={a['max_running_requests']}, context_len="
             f"{a['context_length']}, available_gpu_mem={mem.avail_after_pool_gb:.2f} GB")
         self._capture_graphs(a, mem.avail_after_pool_gb)
-        if settings.dspark:
-            d = self.model.dspark
-            log(f"Initialized DSpark draft runner. attention_backend={a['attention_backend']},"
-                f" model={d.architecture if d else 'DSparkDraftModel'}, gamma="
-                f"{settings.gamma}, verify_num_draft_tokens={settings.gamma + 1}, "
-                f"query_token_num={settings.gamma + 1}, sample_from_anchor=False, "
-                f"mask_token_id={self.model.vocab_size - 1}, markov_head=Linear")
+        started = settings.algo.startup_log if settings.speculative else None
+        if started is not None:
+            log(started(a, settings, self.model))
         self.engine = Engine(
             self.perf, limits=Limits.of(a, mem.max_total_num_tokens), time_scale=self.scale,
             noise=self.noise, seed=self.seed, decode_log_interval=a["decode_log_interval"],
@@ -307,40 +306,55 @@ class SimServer:
         self.startup_machine_s = st.process_s + extra + load_s
         self._serve(a)
 
-    def _dspark_draft_block(self) -> int | None:
-        """The block size the DSPARK draft at ``--speculative-draft-model-path`` declares:
-        a local folder's ``config.json`` (``dspark_block_size`` or ``block_size``, as
-        0.5.23 reads it), else the model profile's draft; a path that is neither cannot be
-        loaded (SGLang's OSError)."""
+    def _draft_block(self) -> int | None:
+        """The block size an external draft at ``--speculative-draft-model-path``
+        declares (tuner_sim.speculative: DSPARK's, EAGLE3's none): a local folder's
+        ``config.json`` (DSPARK's ``dspark_block_size`` or ``block_size``, as 0.5.23 reads
+        it; its draft DERIVED when no profile holds one), else the model profile's draft;
+        a path that is neither cannot be loaded (SGLang's OSError)."""
         path = self.ns.speculative_draft_model_path
-        if (self.ns.speculative_algorithm or "").upper() != "DSPARK" or path is None:
+        algo = sim_speculative.launched(self.ns.speculative_algorithm)
+        if algo is None or not algo.external or path is None:
             return None
         try:
             cfg = json.loads((Path(path) / "config.json").read_text())
         except (OSError, ValueError):
             cfg = None
         if isinstance(cfg, dict):
-            block = cfg.get("dspark_block_size", cfg.get("block_size"))
+            block = block_declared(cfg, algo)
             found = config_path(path)
-            if self.model.dspark is None and found is not None:   # a model of no profile's
-                self.model = self.model.model_copy(update={"dspark": derive_dspark(found)})
+            if algo.draft_of(self.model) is None and found is not None:  # no profile's
+                self.model = self.model.model_copy(update={"drafts": {
+                    **self.model.drafts, algo.key: derive_draft(found, algo)}})
             return int(block) if isinstance(block, int) else None
-        d = self.model.dspark
+        d = algo.draft_of(self.model)
         stem = path.rstrip("/").split("/")[-1].lower()
-        if d is None or stem not in [x.lower() for x in d.aliases]:
+        if not isinstance(d, DenseDraft) or stem not in [x.lower() for x in d.aliases]:
             self._die("OSError", f"{path} is not a local folder and is not a valid model "
                                  "identifier listed on 'https://huggingface.co/models' "
-                                 "(simulator: no DSPARK draft profile matches it)")
-        assert d is not None
+                                 f"(simulator: no {algo.key} draft profile matches it)")
+        assert isinstance(d, DenseDraft)
         return d.block_size
 
     def _check_draft(self, a: dict[str, Any]) -> None:
-        """NEXTN drafts with the checkpoint's own MTP layer: a model without one cannot."""
-        if a["speculative_algorithm"] == "EAGLE" and self.model.nextn is None:
-            self._die("ValueError", f"simulator: {self.model.architecture} at "
-                      f"{a['speculative_draft_model_path']} has no NEXTN (MTP) layer "
-                      "(config.json: no num_nextn_predict_layers); NEXTN drafts with it "
-                      "(external EAGLE drafts are not modelled)")
+        """The launch's algorithm needs its profile data: the model's draft (NEXTN: the
+        checkpoint's own MTP layer), the model's acceptance table and the machine's fixed
+        costs (tuner_sim.speculative); a launch without them is refused."""
+        name = a["speculative_algorithm"]
+        algo = sim_speculative.resolved(name) if name is not None else None
+        if algo is None:
+            return
+        path = a["speculative_draft_model_path"]
+        if algo.draft_of(self.model) is None:
+            self._die("ValueError", "simulator: " + algo.missing.format(
+                arch=self.model.architecture, path=path))
+        if algo.key not in self.model.acceptance.algorithms:
+            self._die("ValueError", f"simulator: the model profile of {self.model.id} has no "
+                      f"{algo.key} acceptance (acceptance.algorithms.{algo.key}): how often "
+                      "its drafts are accepted is unknown")
+        if algo.key not in self.machine.drafts:
+            self._die("ValueError", f"simulator: the machine profile {self.machine.id} has "
+                      f"no {algo.key} costs (drafts.{algo.key}: forward_ms, round_ms)")
 
     def _check_ring(self, a: dict[str, Any]) -> None:
         """The KDA pool's ReplaySSM ring check, where 0.5.23 makes it: building the memory
@@ -381,8 +395,9 @@ class SimServer:
                                                     "~/.humming/cache"))
             marker = os.path.join(cache, f"tuner_sim-{self.machine.id}-{self.model.id}-"
                                          f"{'w4a8' if self.settings.humming_w4a8 else 'w4a16'}")
-            if not os.path.exists(marker):
-                jit_s = st.humming_jit_s_per_kernel * st.humming_kernels
+            build = st.jit.get("humming")
+            if build is not None and not os.path.exists(marker):
+                jit_s = build.s_per_kernel * build.kernels
                 try:
                     os.makedirs(cache, exist_ok=True)
                     with open(marker, "w") as fh:
@@ -398,10 +413,9 @@ class SimServer:
         name = "target verify" if spec else "target decode"
         per_req = a["speculative_num_draft_tokens"] if spec else 1
         phases = [(name, per_req)]
-        if self.settings.dspark:
-            phases += [("DSpark draft", self.settings.gamma)]
-        elif spec:
-            phases += [("draft decode", a["speculative_eagle_topk"]), ("draft extend", per_req)]
+        if spec:
+            phases += self.settings.algo.shape.graph_phases(self.settings.algo, self.settings,
+                                                            a)
         total = jit_s
         for i, (phase, n) in enumerate(phases):
             log(f"Capture {phase} CUDA graph begin. backend={graph['backend']}, "
@@ -679,8 +693,8 @@ class SimServer:
             rows += [
                 ("counter", "sglang:spec_verify_calls_total", s.spec_verify_calls_total),
                 ("gauge", "sglang:spec_accept_length", s.last_interval_accept_length or 0.0),
-                ("gauge", "sglang:spec_num_steps", 1 if self.settings.dspark
-                 else self.settings.steps),
+                ("gauge", "sglang:spec_num_steps",
+                 self.settings.algo.shape.num_steps(self.settings)),
                 ("gauge", "sglang:spec_num_draft_tokens", self.settings.draft_tokens),
             ]
         out = []

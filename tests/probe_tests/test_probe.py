@@ -97,3 +97,18 @@ def test_probe_without_a_gpu_says_so_cleanly() -> None:
                           timeout=120)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "needs a CUDA GPU" in proc.stderr
+
+
+def test_a_base_profile_of_the_old_shape_fits_to_the_same_twin() -> None:
+    """A base profile written before issue 35 (Humming's W4A8 penalty a field of its own)
+    gets the fitted penalty under ``w4a8_penalty`` and validates to the twin the shipped
+    base gives."""
+    from tuner_sim.profiles import Machine
+
+    old = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "sim_profiles_old" /
+                          "machines" / "h200.yaml").read_text())
+    twin, _ = fit(PROBE, old)
+    assert "humming_w4a8_penalty" not in twin["efficiency"]
+    same = {"calibration": None}
+    assert Machine.model_validate(twin).model_copy(update=same) == Machine.model_validate(
+        fit(PROBE, BASE)[0]).model_copy(update=same)

@@ -280,7 +280,9 @@ def test_a_config_the_twin_cannot_read_is_refused_in_one_line(tmp_path: Path) ->
 def test_a_dspark_draft_derives_its_kv_from_its_config(tmp_path: Path) -> None:
     """Ling's DSPARK draft as its model card describes it (5 dense layers, hidden 2,560,
     32 query and 32 KV heads of 128): the KV per token the calibrated profile states."""
-    from tuner_sim.derive import derive_dspark
+    from tuner_sim.derive import derive_draft
+    from tuner_sim.profiles import DenseDraft
+    from tuner_sim.speculative import ALGORITHMS
 
     cfg = {"architectures": ["LingDSparkModel"], "num_hidden_layers": 5, "hidden_size": 2560,
            "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128,
@@ -288,9 +290,9 @@ def test_a_dspark_draft_derives_its_kv_from_its_config(tmp_path: Path) -> None:
     path = tmp_path / "draft" / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps(cfg))
-    draft = derive_dspark(path)
-    calibrated = load_model_for_path("inclusionAI/Ling-3.0-flash-fp4").dspark
-    assert calibrated is not None
+    draft = derive_draft(path, ALGORITHMS["DSPARK"])
+    calibrated = load_model_for_path("inclusionAI/Ling-3.0-flash-fp4").drafts["DSPARK"]
+    assert isinstance(calibrated, DenseDraft)
     assert draft.kv_bytes_per_token == calibrated.kv_bytes_per_token
     assert draft.block_size == 8 and draft.resident_gb == pytest.approx(
         draft.params_b * 2)                              # BF16, embedding and head shared

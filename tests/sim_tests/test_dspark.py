@@ -22,6 +22,7 @@ from tuner_sim.memory import plan_memory
 from tuner_sim.perf import PerfModel
 from tuner_sim.perf import Settings
 from tuner_sim.perf import Workload
+from tuner_sim.profiles import DenseDraft
 from tuner_sim.profiles import load_machine
 from tuner_sim.profiles import load_model_for_path
 
@@ -102,6 +103,13 @@ def _resolve_args(*flags: str) -> dict:
                             memory_gb=SPARK.memory_gib, draft_block=8).args
 
 
+def _trained() -> int:
+    """The block size Ling's DSPARK draft was trained on (its checkpoint's)."""
+    draft = LING.drafts["DSPARK"]
+    assert isinstance(draft, DenseDraft) and draft.block_size is not None
+    return draft.block_size
+
+
 def _dspark(**kw: object) -> PerfModel:
     s = Settings(**{"moe_backend": "humming", "lm_head": "fp8", "speculative": True,
                     "algorithm": "DSPARK", "gamma": 8, "steps": 1, "draft_tokens": 9, **kw})
@@ -119,7 +127,7 @@ def test_acceptance_depends_on_content_code_and_math_far_above_prose() -> None:
 
 
 def test_a_block_above_the_drafts_trained_size_gains_nothing() -> None:
-    trained = LING.dspark.block_size if LING.dspark else 0
+    trained = _trained()
     at = _dspark(gamma=trained, draft_tokens=trained + 1)
     above = _dspark(gamma=trained + 3, draft_tokens=trained + 4)
     for c in ("code", "chat", "math", "random"):
@@ -153,7 +161,7 @@ def test_the_best_block_on_code_is_near_the_drafts_trained_block(backend: str, h
     w = Workload("sampled", 600, "code")
     tpot = {g: _dspark(moe_backend=backend, lm_head=head, gamma=g, draft_tokens=g + 1)
             .expected_tpot_ms(w) for g in range(2, 13)}
-    trained = LING.dspark.block_size if LING.dspark else 0
+    trained = _trained()
     assert abs(min(tpot, key=tpot.__getitem__) - trained) <= 2
 
 
@@ -262,8 +270,8 @@ def test_the_dense_draft_prefills_at_its_own_rate_not_the_moe_targets() -> None:
     off = PerfModel(SPARK, LING, Settings(lm_head="bf16"))
     on = _dspark(moe_backend="flashinfer_mxfp4", lm_head="bf16")
     extra = on.prefill_ms(8192) - off.prefill_ms(8192)
-    draft = LING.dspark
-    assert draft is not None and SPARK.draft_prefill_tflops is not None
+    draft, rate = LING.drafts["DSPARK"], SPARK.drafts["DSPARK"].prefill_tflops
+    assert isinstance(draft, DenseDraft) and rate is not None
     flops = 2 * draft.params_b * 1e9 * 8192
-    assert extra == pytest.approx(flops / (SPARK.draft_prefill_tflops * 1e12) * 1e3)
+    assert extra == pytest.approx(flops / (rate * 1e12) * 1e3)
     assert extra < flops / (SPARK.prefill_tflops * 1e12) * 1e3

@@ -81,16 +81,15 @@ def test_the_derived_shape_matches_the_published_sizes(tmp_path: Path) -> None:
     assert m.params_total_b == pytest.approx(176.0, rel=0.015)
     assert m.params_active_b == pytest.approx(6.0, rel=0.02)
     assert m.ple_table_gb * 1e9 / GIB == pytest.approx(47.7, abs=0.05)
-    assert m.nextn is not None
-    assert (m.weights_gb + m.nextn.weights_gb) * 1e9 / GIB == pytest.approx(78.0, rel=0.03)
+    mtp = m.drafts["NEXTN"]
+    assert (m.weights_gb + mtp.resident_gb) * 1e9 / GIB == pytest.approx(78.0, rel=0.03)
     assert m.linear_state_gb_per_request == pytest.approx(0.113, rel=0.05)
     assert m.quantization["experts"] == "nvfp4" and m.quantization["router"] == "bf16"
     for field in ("kv_bytes_per_token", "moe_layers", "routed_experts", "vocab_size"):
         assert getattr(TWIN, field) == getattr(m, field), field
     assert TWIN.linear_state_gb_per_request == pytest.approx(m.linear_state_gb_per_request,
                                                              abs=1e-3)
-    assert TWIN.nextn is not None
-    assert TWIN.nextn.weights_gb == pytest.approx(m.nextn.weights_gb, abs=0.01)
+    assert TWIN.drafts["NEXTN"].resident_gb == pytest.approx(mtp.resident_gb, abs=0.01)
     assert TWIN.ple_table_gb == pytest.approx(m.ple_table_gb, abs=0.05)
 
 

@@ -34,8 +34,8 @@ def test_one_rank_holds_an_nth_of_the_model_and_pays_two_allreduces_per_layer() 
     model, machine = per_rank(DEEPSEEK, H200, 8)
     assert model.weights_gb == pytest.approx(DEEPSEEK.weights_gb / 8, rel=1e-6)
     assert model.kv_bytes_per_token == DEEPSEEK.kv_bytes_per_token // 8
-    assert model.nextn is not None and DEEPSEEK.nextn is not None
-    assert model.nextn.weights_gb == pytest.approx(DEEPSEEK.nextn.weights_gb / 8)
+    mtp, whole = model.drafts["NEXTN"], DEEPSEEK.drafts["NEXTN"]
+    assert mtp.resident_gb == pytest.approx(whole.resident_gb / 8)
     added = DEEPSEEK.layers * ALLREDUCES_PER_LAYER * ALLREDUCE_US / 1000
     assert machine.step_overhead_ms == pytest.approx(H200.step_overhead_ms + added)
     assert per_rank(DEEPSEEK, H200, 1) == (DEEPSEEK, H200)

@@ -33,11 +33,14 @@ from tuner.engines._sglang_init import InitSpace
 from tuner.engines._sglang_init import KnobBlock
 from tuner.engines._sglang_init import init_space
 from tuner.engines._sglang_init import table_capabilities
+from tuner.engines._sglang_speculative import SPEC_ALGORITHMS
+from tuner.engines._sglang_speculative import SpecAlgorithm
 
 
 __all__ = [
     "ENGINES",
     "SIM_VARIANTS",
+    "SPEC_ALGORITHMS",
     "Capabilities",
     "Completion",
     "Engine",
@@ -55,6 +58,7 @@ __all__ = [
     "SGLangEngine",
     "ServerProtocol",
     "SimulatedHosts",
+    "SpecAlgorithm",
     "Support",
     "algorithm_support",
     "block_drafts_of",

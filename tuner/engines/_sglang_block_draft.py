@@ -14,14 +14,14 @@ Read from SGLang 0.5.23's own source (docs/dspark.md gives file and line of each
   the memory pool, after the weights load. A length the space does not set is derived
   (:func:`derived_flags`); one it sets is checked here and a sampler's proposal repaired.
 
-A next block-draft algorithm is one :class:`BlockDraft` entry here and one YAML block in a
+A next block-draft algorithm is one row, with its :class:`BlockDraft`, in the adapter's
+table of algorithms (:mod:`tuner.engines._sglang_speculative`) and one YAML block in a
 space (docs/search-spaces.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from tuner.engines._base import KnobEvidence
@@ -31,6 +31,8 @@ from tuner.engines._sglang_rules import STEPS
 from tuner.engines._sglang_rules import TOPK
 from tuner.engines._sglang_rules import View
 from tuner.engines._sglang_rules import knob_flags
+from tuner.engines._sglang_speculative import BLOCK_DRAFTS
+from tuner.engines._sglang_speculative import BlockDraft
 from tuner.errors import ConfigError
 from tuner.space import SearchSpace
 
@@ -43,38 +45,6 @@ VERIFY_BACKEND = "--linear-attn-verify-backend"
 VERIFY_MODE_ENV = "SGLANG_RAGGED_VERIFY_MODE"
 #: SGLang 0.5.23's default ``--linear-replayssm-cache-len`` (fields/exec_.py)
 RING_DEFAULT = 16
-
-
-@dataclass(frozen=True)
-class BlockDraft:
-    """An external-draft algorithm whose draft proposes a block of tokens in one forward
-    (SGLang 0.5.23: ``_handle_dspark`` / ``_handle_dflash`` in
-    ``sglang/srt/arg_groups/speculative_hook.py``)."""
-
-    name: str
-    #: the flag that sets the block size
-    block_flag: str
-    #: SGLang's block size when neither the flag nor the draft checkpoint gives one
-    default_block: int
-    #: verify window = block size + this (DSPARK: gamma drafted + the anchor; DFLASH: 0)
-    window_extra: int
-    #: SGLang's words when the draft-token count is given and differs from the window
-    mismatch: str
-
-    def window(self, block: int) -> int:
-        return block + self.window_extra
-
-
-BLOCK_DRAFTS: dict[str, BlockDraft] = {
-    "DSPARK": BlockDraft(
-        "DSPARK", "--speculative-dspark-block-size", 7, 1,
-        "DSpark speculative_num_draft_tokens must equal gamma + 1 (= {window} for "
-        "gamma={block}), but got speculative_num_draft_tokens={given}"),
-    "DFLASH": BlockDraft(
-        "DFLASH", "--speculative-dflash-block-size", 16, 0,
-        "DFLASH speculative_num_draft_tokens must equal the block size ({window}), but "
-        "got speculative_num_draft_tokens={given}"),
-}
 
 
 def block_draft(view: View) -> BlockDraft | None:

@@ -179,9 +179,6 @@ def value_problem(flag: Flag, value: Any) -> str | None:
     return None
 
 
-#: Algorithms SGLang treats as the EAGLE family (defaults (3, 1, 4), max running reqs 48).
-EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN")
-
 #: The default version's flags (what export and evidence read arity and choices from).
 FLAGS: dict[str, Flag] = flags_for(DEFAULT_VERSION)
 

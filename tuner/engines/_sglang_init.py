@@ -19,7 +19,8 @@ from typing import Any
 
 from tuner.engines._capabilities import Capabilities
 from tuner.engines._capabilities import algorithm_support
-from tuner.engines._sglang_block_draft import BLOCK_DRAFTS
+from tuner.engines._sglang_block_draft import DRAFT_PATH
+from tuner.engines._sglang_block_draft import REPLAYSSM_SPEC
 from tuner.engines._sglang_capacity import capacity_knob_block
 from tuner.engines._sglang_flags import flags_for
 from tuner.engines._sglang_init_tables import AUTO_RESOLVES
@@ -45,6 +46,12 @@ from tuner.engines._sglang_init_tables import UNPROVEN_BACKENDS
 from tuner.engines._sglang_init_tables import Recipe
 from tuner.engines._sglang_init_tables import not_searched
 from tuner.engines._sglang_kernels import apply_kernel_fixes
+from tuner.engines._sglang_rules import ALGORITHM
+from tuner.engines._sglang_rules import TOPK
+from tuner.engines._sglang_speculative import SPEC_ALGORITHMS
+from tuner.engines._sglang_speculative import SpecAlgorithm
+from tuner.engines._sglang_speculative import block_knob
+from tuner.engines._sglang_speculative import tree_knobs
 from tuner.errors import UserError
 
 
@@ -199,103 +206,96 @@ def _lm_head_knob(req: InitRequest, caps: Capabilities, out: InitSpace,
     out.baseline["lm_head"] = recipe.baseline["lm_head"] if recipe else "bf16"
 
 
-def _draft_tree_knobs(algos: list[str], chain: bool = False) -> list[KnobBlock]:
-    when = {"speculative": algos[0] if len(algos) == 1 else algos}
-    steps = KnobBlock("spec_steps", {
-        "type": "int", "lossless": True, "help": "draft steps per speculative round",
-        "low": 1, "high": 5, "default": 3, "when": when, "flag": "--speculative-num-steps",
-        "evidence": _si("speculative_num_steps", "{value}")},
-        ["default 3: SGLang's automatic (steps, top-k, draft) = (3, 1, 4)"
-         + ("; top-k 1 is sent with NEXTN, the verify window follows as steps + 1"
-            if chain else "")])
-    if chain:
-        return [steps]
-    return [
-        steps,
-        KnobBlock("spec_topk", {"type": "categorical", "lossless": True, "help": "EAGLE "
-                  "top-k branching of the draft tree", "choices": [1, 2, 4], "default": 1,
-                  "when": when, "flag": "--speculative-eagle-topk",
-                  "evidence": _si("speculative_eagle_topk", "{value}")}),
-        KnobBlock("spec_draft_tokens", {"type": "int", "lossless": True, "help": "verify "
-                  "window (tokens verified per round); forced to steps + 1 when topk is 1",
-                  "low": 2, "high": 8, "default": 4, "when": when,
-                  "flag": "--speculative-num-draft-tokens",
-                  "evidence": _si("speculative_num_draft_tokens", "{value}")}),
-    ]
+@dataclass
+class _Speculation:
+    """The ``speculative`` knob as it is built: its values and evidence, the algorithms
+    that take the draft-tree knobs, the other knobs they bring, its comment lines."""
+
+    values: dict[str, Any] = field(default_factory=lambda: {"off": {}})
+    evidence: dict[str, Any] = field(
+        default_factory=lambda: {"off": _si("speculative_algorithm", None)})
+    tree: list[str] = field(default_factory=list)
+    extra: list[KnobBlock] = field(default_factory=list)
+    comment: list[str] = field(default_factory=list)
+
+    def add(self, algo: SpecAlgorithm, flags: dict[str, Any], info: dict[str, Any]) -> None:
+        self.values[algo.name] = {"flags": flags}
+        self.evidence[algo.name] = {"server_info": info}
+        if algo.worker == "eagle":
+            self.tree.append(algo.name)
 
 
 def _speculation(req: InitRequest, caps: Capabilities, out: InitSpace) -> None:
-    """One block per algorithm that has a draft: NEXTN for the checkpoint's MTP layers,
-    DSPARK / EAGLE3 for a draft the user named."""
-    values: dict[str, Any] = {"off": {}}
-    evidence: dict[str, Any] = {"off": _si("speculative_algorithm", None)}
-    tree: list[str] = []
-    extra: list[KnobBlock] = []
-    comment: list[str] = []
-    chain = req.architecture in CHAIN_ONLY
-    if req.nextn_layers and req.architecture in NEXTN_DRAFTS:
-        values["NEXTN"] = {"flags": {"--speculative-algorithm": "NEXTN",
-                                     "--speculative-draft-model-path": "{model.path}"}}
-        evidence["NEXTN"] = _si("speculative_algorithm", "EAGLE")
-        if chain:
-            values["NEXTN"]["flags"]["--speculative-eagle-topk"] = 1
-            evidence["NEXTN"]["server_info"]["speculative_eagle_topk"] = 1
-            out.left_out.append(CHAIN_ONLY[req.architecture])
-        tree.append("NEXTN")
-        comment.append(f"NEXTN: {req.nextn_layers} MTP layer(s) ({req.nextn_source}); "
-                       f"SGLang loads it as {NEXTN_DRAFTS[req.architecture]} and reports "
-                       "EAGLE")
-    else:
-        out.left_out.append(f"NEXTN: the checkpoint has no MTP layer ({req.nextn_source})")
-    if "EAGLE3" in req.drafts:
-        values["EAGLE3"] = {"flags": {"--speculative-algorithm": "EAGLE3",
-                                      "--speculative-draft-model-path":
-                                      "{model.drafts.EAGLE3}"}}
-        evidence["EAGLE3"] = {"server_info": {"speculative_algorithm": "EAGLE3",
-                                              "speculative_draft_model_path":
-                                              "{model.drafts.EAGLE3}"}}
-        tree.append("EAGLE3")
-        comment.append("EAGLE3: the draft named by --draft")
-    if "DSPARK" in req.drafts:
-        _dspark(req, caps, values, evidence, extra, comment, out)
-    if len(values) == 1:
+    """One value per algorithm of the adapter's table (``SPEC_ALGORITHMS``) with a draft
+    here: NEXTN for the checkpoint's MTP layers, EAGLE3 / DSPARK for one the user named."""
+    spec = _Speculation()
+    for algo in SPEC_ALGORITHMS.values():
+        if algo.draft == "checkpoint":
+            _own_draft(req, algo, spec, out)
+        elif algo.name in req.drafts:
+            _named_draft(req, caps, algo, spec, out)
+    if len(spec.values) == 1:
         out.left_out.append("speculative decoding: no draft (no MTP layer, no --draft)")
         return
     out.knobs.append(KnobBlock("speculative", {
         "type": "categorical", "lossless": True, "help": "speculative decoding: "
-        + ", ".join(v for v in values if v != "off"), "choices": list(values),
-        "values": values, "evidence_by_value": evidence}, comment))
-    out.knobs += (_draft_tree_knobs(tree, chain and tree == ["NEXTN"]) if tree else []) + extra
+        + ", ".join(v for v in spec.values if v != "off"), "choices": list(spec.values),
+        "values": spec.values, "evidence_by_value": spec.evidence}, spec.comment))
+    chain = req.architecture in CHAIN_ONLY and spec.tree == ["NEXTN"]
+    out.knobs += [KnobBlock(*k) for k in (tree_knobs(spec.tree, chain) if spec.tree else [])]
+    out.knobs += spec.extra
     out.baseline["speculative"] = "off"
 
 
-def _dspark(req: InitRequest, caps: Capabilities, values: dict[str, Any],
-            evidence: dict[str, Any], extra: list[KnobBlock], comment: list[str],
-            out: InitSpace) -> None:
-    algo = BLOCK_DRAFTS["DSPARK"]
-    status, detail = algorithm_support(caps, "DSPARK", algo.block_flag)
-    if status == "unsupported":
-        out.left_out.append(f"DSPARK: {detail}")
+def _own_draft(req: InitRequest, algo: SpecAlgorithm, spec: _Speculation,
+               out: InitSpace) -> None:
+    """The checkpoint's own MTP layers as the draft (NEXTN), where SGLang has a draft class
+    for the architecture; a chain only where ``CHAIN_ONLY`` says so."""
+    if not (req.nextn_layers and req.architecture in NEXTN_DRAFTS):
+        out.left_out.append(f"{algo.name}: the checkpoint has no MTP layer "
+                            f"({req.nextn_source})")
         return
-    flags: dict[str, Any] = {"--speculative-algorithm": "DSPARK",
-                             "--speculative-draft-model-path": "{model.drafts.DSPARK}"}
-    ev: dict[str, Any] = {"speculative_algorithm": "DSPARK",
-                          "speculative_draft_model_path": "{model.drafts.DSPARK}"}
-    if req.linear_attention == "kda":
+    flags: dict[str, Any] = {ALGORITHM: algo.name, DRAFT_PATH: "{model.path}"}
+    info: dict[str, Any] = {"speculative_algorithm": algo.reports}
+    if req.architecture in CHAIN_ONLY:
+        flags[TOPK] = 1
+        info["speculative_eagle_topk"] = 1
+        out.left_out.append(CHAIN_ONLY[req.architecture])
+    spec.add(algo, flags, info)
+    spec.comment.append(f"{algo.name}: {req.nextn_layers} MTP layer(s) ({req.nextn_source}); "
+                        f"SGLang loads it as {NEXTN_DRAFTS[req.architecture]} and reports "
+                        f"{algo.reports}")
+
+
+def _named_draft(req: InitRequest, caps: Capabilities, algo: SpecAlgorithm,
+                 spec: _Speculation, out: InitSpace) -> None:
+    """A draft the user named (``--draft``): its path sent as ``{model.drafts.NAME}``; a
+    block draft also needs the engine's block flag, brings its block-size knob and, on a
+    KDA model, the ReplaySSM ring."""
+    block = algo.block
+    if block is not None:
+        status, detail = algorithm_support(caps, algo.name, block.block_flag)
+        if status == "unsupported":
+            out.left_out.append(f"{algo.name}: {detail}")
+            return
+    path = f"{{model.drafts.{algo.name}}}"
+    flags: dict[str, Any] = {ALGORITHM: algo.name, DRAFT_PATH: path}
+    info: dict[str, Any] = {"speculative_algorithm": algo.reports,
+                            "speculative_draft_model_path": path}
+    kda = block is not None and req.linear_attention == "kda"
+    if kda:
         # the ring length is derived by the engine from gamma (docs/dspark.md)
-        flags["--enable-linear-replayssm-spec"] = True
-        ev["enable_linear_replayssm_spec"] = True
-    values["DSPARK"] = {"flags": flags}
-    evidence["DSPARK"] = {"server_info": ev}
-    block = req.drafts["DSPARK"] or algo.default_block
-    comment.append(f"DSPARK: the draft named by --draft (gamma {block} declared)"
-                   + ("; KDA: the ReplaySSM ring, its length derived from gamma"
-                      if req.linear_attention == "kda" else ""))
-    extra.append(KnobBlock("dspark_block_size", {
-        "type": "int", "lossless": True, "help": "DSPARK's block size gamma, the tokens "
-        "drafted per round (verify window gamma + 1)", "low": 2, "high": max(12, block),
-        "default": block, "when": {"speculative": "DSPARK"}, "flag": algo.block_flag,
-        "evidence": _si("speculative_dspark_block_size", "{value}")}))
+        flags[REPLAYSSM_SPEC] = True
+        info["enable_linear_replayssm_spec"] = True
+    spec.add(algo, flags, info)
+    if block is None:
+        spec.comment.append(f"{algo.name}: the draft named by --draft")
+        return
+    size = req.drafts[algo.name] or block.default_block
+    spec.comment.append(f"{algo.name}: the draft named by --draft (gamma {size} declared)"
+                        + ("; KDA: the ReplaySSM ring, its length derived from gamma"
+                           if kda else ""))
+    spec.extra.append(KnobBlock(block.knob, block_knob(block, size)))
 
 
 def _fixed(req: InitRequest, recipe: Recipe | None, caps: Capabilities,

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from tuner.engines._sglang_speculative import EAGLE_FAMILY
+
 
 if TYPE_CHECKING:
     from tuner.engines._capabilities import Capabilities
@@ -52,8 +54,6 @@ KERNELS = {
     "flashinfer": "FlashInfer (the flashinfer package)",
     "deep_gemm": "DeepGEMM (the deep_gemm package, from sgl-deep-gemm)",
 }
-#: speculative algorithms that run SGLang's EAGLE draft worker (NEXTN resolves to EAGLE)
-EAGLE_FAMILY = frozenset({"NEXTN", "EAGLE", "EAGLE3"})
 _WORKER = Path("srt/speculative/eagle_worker_v2.py")
 _WORKER_IMPORT = "from sglang.srt.layers.attention.dsa_backend import"
 _DSA = Path("srt/layers/attention/dsa_backend.py")

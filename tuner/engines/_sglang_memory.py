@@ -23,6 +23,7 @@ from tuner.engines._sglang_block_draft import DRAFT_PATH
 from tuner.engines._sglang_block_draft import REPLAYSSM_SPEC
 from tuner.engines._sglang_block_draft import RING
 from tuner.engines._sglang_rules import ALGORITHM
+from tuner.engines._sglang_speculative import spec_algorithm
 from tuner.space import SearchSpace
 
 
@@ -79,7 +80,8 @@ def _bracket(visible_gib: float, values: tuple[float, float, float, float, float
 
 def _graphs(flags: dict[str, list[str]], visible_gib: float) -> int:
     """CUDA graphs the launch captures: batch sizes x graph sets (target; a NEXTN/EAGLE
-    draft adds its decode and extend graphs, DSPARK its draft graph)."""
+    draft adds its decode and extend graphs, DSPARK its draft graph: the algorithm's
+    ``graph_sets``, :mod:`tuner.engines._sglang_speculative`)."""
     if "--disable-cuda-graph" in flags or _one(flags, "--cuda-graph-backend-decode") in (
             "disabled", "none"):
         return 0
@@ -93,7 +95,8 @@ def _graphs(flags: dict[str, list[str]], visible_gib: float) -> int:
         most = min(most, running) if running else most
         sizes = sum(1 for b in CAPTURE_BS if b <= most) or 1
     algo = (_one(flags, ALGORITHM) or "").upper()
-    sets = 1 if algo in ("", "NONE", "NGRAM") else 2 if algo == "DSPARK" else 3
+    known = spec_algorithm(algo)
+    sets = known.graph_sets if known else 1 if algo in ("", "NONE", "NGRAM") else 3
     return sizes * sets
 
 

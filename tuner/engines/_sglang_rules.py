@@ -26,9 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tuner.engines._base import KnobEvidence
-from tuner.engines._sglang_flags import EAGLE_FAMILY
 from tuner.engines._sglang_flags import FLAGS
 from tuner.engines._sglang_flags import flags_for
+from tuner.engines._sglang_speculative import EAGLE_FAMILY
 from tuner.errors import ConfigError
 from tuner.space import SearchSpace
 

@@ -8,7 +8,8 @@ Fitted (CUDA-graph timings preferred; eager ones when a stage could not be captu
   ``efficiency.moe.humming`` (relative to the copy ceiling); the intercept is a fixed cost
   per MoE layer per forward (``moe_layer_overhead_us``), the launch and latency floor that
   dominates at batch 1 (measured for Humming only; other backends keep the base
-  profile's implicit overhead). W4A8's line gives ``humming_w4a8_penalty`` (negative: a speed-up);
+  profile's implicit overhead). W4A8's line gives ``w4a8_penalty.humming`` (negative: a
+  speed-up);
 * LM head: bytes of the vocab GEMM over its time at BF16 and FP8 give
   ``efficiency.lm_head.bf16`` / ``.fp8`` (FP32 keeps the base profile's ratio to BF16);
 * the verify-cost curve t(M) / t(1) of the MoE layer is reported (the simulator derives it
@@ -89,7 +90,9 @@ def fit(probe: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any], di
         if "moe_w4a8" not in errors and "moe_w4a8" in probe:
             m8 = moe_fit(probe["moe_w4a8"], eb, ceiling)
             summary["moe_w4a8"] = m8
-            eff["humming_w4a8_penalty"] = round(1.0 - m8["efficiency"] / m["efficiency"], 4)
+            eff.pop("humming_w4a8_penalty", None)          # a base profile's older field
+            eff.setdefault("w4a8_penalty", {})["humming"] = round(
+                1.0 - m8["efficiency"] / m["efficiency"], 4)
     if "lm_head" not in errors and "lm_head" in probe:
         lm = lm_head_fit(probe["lm_head"], ceiling)
         summary["lm_head"] = lm
@@ -105,6 +108,6 @@ def fit(probe: dict[str, Any], base: dict[str, Any]) -> tuple[dict[str, Any], di
         "device": probe.get("device"), "torch": probe.get("torch"),
         "humming": probe.get("humming"), "copy_gbs": round(ceiling, 1),
         "fitted": ["bandwidth_gbs", "efficiency.moe.humming", "moe_layer_overhead_us",
-                   "efficiency.humming_w4a8_penalty", "efficiency.lm_head"],
+                   "efficiency.w4a8_penalty.humming", "efficiency.lm_head"],
     }
     return prof, summary
