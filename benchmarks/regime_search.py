@@ -49,8 +49,6 @@ from tuner.space import SearchSpace
 from tuner.space import parse_space
 from tuner.study import locate
 from tuner.study import regime_answers
-from tuner.study import study_answer
-from tuner.study import summaries
 from tuner.sweep._base import TrialJob
 from tuner.sweep._driver import Driver
 from tuner.sweep._driver import SweepSettings
@@ -194,8 +192,8 @@ def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
     settings = SweepSettings(study_name=name, location=locate(str(tmp / f"{name}.db"), "x"),
                              trials=budget, seed=seed)
     study = Driver(space, world.engine, opts, settings, lambda: runner).run()
-    rows = summaries(study)
-    (g,) = regime_answers(study_answer(study, rows), rows) or [None]
+    rows = study.summaries()
+    (g,) = regime_answers(study.answer(rows), rows) or [None]
     if g is None or g.pick is None:
         return math.inf, False, None, False
     cfg = world.engine.canonicalize(world.space, g.pick.configuration.config)

@@ -286,7 +286,9 @@ def one_run(space: SearchSpace, world: World, best: float, true_hv: float,
     else:                          # the sampler alone: no refinement by the driver
         settings = SweepSettings(study_name=name, location=location, trials=budget,
                                  sampler=sampler, seed=seed, staged=False)
-    study = Driver(space, engine, opts, settings, lambda: runner).run()
+    driver = Driver(space, engine, opts, settings, lambda: runner)
+    driver.run()
+    study = driver.sweep.study          # the Optuna study itself: its internals are read
 
     def ratio_of(trial: Any) -> tuple[float, Truth | None]:
         if trial is None:

@@ -30,8 +30,10 @@ def mixed_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     settings = SweepSettings(study_name=STUDY, location=locate(str(tmp / "s.db"), STUDY),
                              trials=30, sampler="random", seed=12)
     runner = ModelRunner(seed=12, lm_head_module_shared=False)
-    study = Driver(space, make_engine("sim"), TrialOptions(workdir=tmp, workload=space.spec
-                   .workload), settings, lambda: runner).run()
+    driver = Driver(space, make_engine("sim"), TrialOptions(workdir=tmp, workload=space.spec
+                    .workload), settings, lambda: runner)
+    driver.run()
+    study = driver.sweep.study
     kinds = {("gated" if any(v > 0 for v in t.constraints.values()) else "feasible")
              for t in study.get_trials() if t.values}
     assert kinds == {"gated", "feasible"}

@@ -134,7 +134,8 @@ def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int | None, seed: int 
                 space: Any = None, on_progress: Any = None, **settings: Any) -> Any:
     """A sweep of ``space`` (the Spark space by default) through the product's driver with
     ``runner``; the study lives in ``tmp/s.db``. ``settings``: more SweepSettings fields;
-    ``on_progress``: the driver's progress callback."""
+    ``on_progress``: the driver's progress callback. Returns the Optuna study itself (the
+    product reads it through :class:`tuner.study.storages.StudyView`)."""
     from pathlib import Path
 
     from tuner.engines import make_engine
@@ -151,5 +152,7 @@ def model_sweep(tmp: Any, runner: ModelRunner, *, trials: int | None, seed: int 
     s = SweepSettings(study_name="s", location=locate(str(Path(tmp) / "s.db"), "s"),
                       trials=trials, seed=seed, **settings)
     opts = TrialOptions(workdir=Path(tmp), workload=space.spec.workload)
-    return Driver(space, make_engine("sim"), opts, s, lambda: runner,
-                  on_progress=on_progress).run()
+    driver = Driver(space, make_engine("sim"), opts, s, lambda: runner,
+                    on_progress=on_progress)
+    driver.run()
+    return driver.sweep.study           # the raw Optuna study: tests read its internals

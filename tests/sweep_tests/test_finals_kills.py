@@ -23,7 +23,6 @@ from tests.sweep_tests import new_mark
 from tuner.engines import make_engine
 from tuner.space import load_space
 from tuner.study import locate
-from tuner.study import summaries
 from tuner.study import trial_at
 from tuner.sweep import Driver
 from tuner.sweep import LocalRunner
@@ -79,7 +78,7 @@ def test_kills_during_the_finals_leave_no_waiting_trial_after_the_budget(
     cls = _killing(LocalRunner if runner == "local" else RayRunner, mark, driver, killed)
     driver["d"] = Driver(space, engine, opts, settings, lambda: cls(slots=1) if runner ==
                          "local" else cls(address=None, gpu=False, slots=1))
-    rows = summaries(driver["d"].run())
+    rows = driver["d"].run().summaries()
     assert len(killed) == 2, killed
     assert [(r.number, r.reason) for r in rows if r.number in killed] == [
         (n, "worker_lost") for n in killed]

@@ -55,7 +55,9 @@ def test_the_top_fraction_is_never_launched_and_the_night_states_its_launch_over
         update={"questions": 3}), gsm8k=str(GSM8K_DIR), startup_timeout_s=60)
     settings = SweepSettings(study_name="s", location=locate(str(tmp_path / "s.db"), "s"),
                              trials=3, seed=1, sampler="random", staged=False, finals_share=0.0)
-    study = Driver(space, engine, opts, settings, lambda: LocalRunner(slots=1)).run()
+    driver = Driver(space, engine, opts, settings, lambda: LocalRunner(slots=1))
+    view = driver.run()
+    study = driver.sweep.study
     rows = {s.config.get("mem_fraction"): s for s in summaries(study) if s.measured}
     assert set(rows) == {0.3, 0.68, 0.95}
     top, low, base = rows[0.95], rows[0.3], rows[0.68]
@@ -71,7 +73,7 @@ def test_the_top_fraction_is_never_launched_and_the_night_states_its_launch_over
     assert low.startup_s is not None and low.startup_s > 0    # its start-up time counted
     assert stand_ins(study) == {top.number, low.number}       # the sampler steers away
 
-    data = collect(study)
+    data = collect(view)
     failures = {r["reason"]: r["example"] for r in data.failures().to_dict("records")}
     assert failures["would_exhaust_memory"].startswith(f"#{top.number}: predicted peak 117.1")
     o = data.overhead

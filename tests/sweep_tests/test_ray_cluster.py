@@ -19,7 +19,6 @@ from tests.sweep_tests import carries
 from tests.sweep_tests import new_mark
 from tuner.engines import make_engine
 from tuner.space import load_space
-from tuner.study import summaries
 from tuner.study._storage import locate
 from tuner.sweep._base import Outcome
 from tuner.sweep._driver import Driver
@@ -97,7 +96,7 @@ def test_trials_land_on_two_nodes_and_a_removed_node_loses_one_launch(tmp_path: 
         orphans = _marked(mark)
     finally:
         cluster.shutdown()
-    rows = summaries(study)
+    rows = study.summaries()
     lost = [r for r in rows if r.reason == "worker_lost"]
     assert len(lost) == 1 and lost[0].recovered and lost[0].number == 2
     retry = [r for r in rows if r.number != 2 and r.config_hash == lost[0].config_hash]

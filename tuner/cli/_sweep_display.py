@@ -16,9 +16,10 @@ from tuner.sweep import Progress
 
 
 if TYPE_CHECKING:
-    import optuna
     from rich.console import Console
     from rich.live import Live
+
+    from tuner.study.storages import StudyView
 
 
 def _hms(seconds: float) -> str:
@@ -143,7 +144,7 @@ class Display:
         self._notes = len(p.notes)
 
 
-def print_front(console: Console, study: optuna.Study, *, simulated: bool) -> None:
+def print_front(console: Console, study: StudyView, *, simulated: bool) -> None:
     """The pick and the front as `tuner report` shows them (:func:`tuner.report.
     print_answer`)."""
     from tuner.report import collect

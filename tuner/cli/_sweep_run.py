@@ -259,7 +259,7 @@ def _run(out: Console, choice: EngineChoice, space: SearchSpace, name: str,
     driver.on_progress = display.update
     try:
         with display:
-            study_obj = driver.run()
+            view = driver.run()
     except KeyboardInterrupt as exc:
         import signal
 
@@ -278,7 +278,7 @@ def _run(out: Console, choice: EngineChoice, space: SearchSpace, name: str,
         out.print(f"study {name!r} already holds {held} "
                   f"(--trials {driver.s.trials}): nothing to run, nothing changed; raise "
                   "--trials to go on. Its answer:")
-    print_front(out, study_obj, simulated=choice.simulated)
+    print_front(out, view, simulated=choice.simulated)
     out.print(f"\nstudy    {url}\nartifacts {location.artifacts}")
     where = [name, *(["--storage", url] if storage else []),
              *(["--artifacts", str(location.artifacts)] if artifacts else [])]

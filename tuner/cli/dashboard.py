@@ -100,12 +100,12 @@ def dashboard(
     from tuner.study.storages import DASHBOARD_STUDY_ID
     from tuner.study.storages import dashboard_storage
     from tuner.study.storages import redact_url
-    from tuner.study.storages import study_id
 
-    st, loc = open_study(study, storage, artifacts)
+    st = open_study(study, storage, artifacts)
+    loc = st.location
     store = FileSystemArtifactStore(str(loc.artifacts))
     if allow_writes:              # writes go to the study itself, never to a view of it
-        app, sid = wsgi(loc.storage(), artifact_store=store), study_id(st)
+        app, sid = wsgi(loc.storage(), artifact_store=store), st.study_id
     else:
         view = dashboard_storage(loc, study, launches=launches)
         app = read_only(wsgi(view, artifact_store=store))

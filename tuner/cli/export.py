@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
-from typing import Any
 
 import typer
 
@@ -12,10 +11,13 @@ from tuner.cli._common import finite
 
 
 if TYPE_CHECKING:
+    from tuner.space import SearchSpace
     from tuner.study import Answer
     from tuner.study import Configuration
     from tuner.study import RegimeAnswer
+    from tuner.study import StudyContext
     from tuner.study import TrialSummary
+    from tuner.trial import TrialResult
 
 
 def export(
@@ -40,31 +42,25 @@ def export(
     from tuner.export import write_profile
     from tuner.space import Gate
     from tuner.space import parse_space
-    from tuner.study import context_of
     from tuner.study import open_study
-    from tuner.study import study_answer
-    from tuner.study import summaries
-    from tuner.study import trial_at
-    from tuner.study.pooled import largest_capacity
-    from tuner.study.storages import baseline_trial
     from tuner.study.storages import redact_url
     from tuner.study.storages import slug
 
-    st, loc = open_study(study, storage, artifacts)
-    rows = summaries(st)                  # read once: a study may hold 10,000s of trials
-    answer = study_answer(st, rows)
+    st = open_study(study, storage, artifacts)
+    loc = st.location
+    rows = st.summaries()                 # read once: a study may hold 10,000s of trials
+    answer = st.answer(rows)
     chosen, regime_info = _chosen(answer, rows, pick, regime)
-    trial = trial_at(st, chosen.number)
+    trial = st.trial(chosen.number)
     # the same speed configuration at the largest capacity (KV pool) the finals saw serve
-    larger = largest_capacity(st, trial.number, rows)
-    result, note = result_of(st, larger if larger is not None else trial, loc.artifacts)
-    base_trial = baseline_trial(st)
-    baseline, base_note = (result_of(st, base_trial, loc.artifacts) if base_trial
-                           else (None, None))
+    larger = st.largest_capacity(trial.number, rows)
+    result, note = result_of(st, larger if larger is not None else trial)
+    base_trial = st.baseline()
+    baseline, base_note = result_of(st, base_trial) if base_trial else (None, None)
     for n in dict.fromkeys((note, base_note)):     # trial and baseline may be one trial
         if n:
             console().print(f"[yellow]note[/]: {n}", highlight=False)
-    context = context_of(st)
+    context = st.context()
     space = parse_space(context.space_yaml, file=f"the stored space of {study}") if (
         context.space_yaml) else None               # typed, as the sweep validated it
     engine = make_engine(result.engine)         # the adapter the trial was planned by
@@ -82,7 +78,7 @@ def export(
                               shown_baseline=answer.baseline, regime=regime_info)
     _say_pick(result, chosen, f"regime {regime}" if regime else pick)
     _say_regime(regime_info)
-    _say_ties_and_capacity(st, answer, chosen, larger)
+    _say_ties_and_capacity(answer, chosen, larger)
     c = console()
     for f in files:
         c.print(f"wrote {f}")
@@ -137,7 +133,7 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _model(context: Any, space: Any) -> tuple[str, int | None]:
+def _model(context: StudyContext, space: SearchSpace | None) -> tuple[str, int | None]:
     """The model the study measured and its vocabulary size (the bound of verify's
     synthetic probe; unknown is fine until verify needs it)."""
     from tuner.errors import UserError
@@ -151,7 +147,7 @@ def _model(context: Any, space: Any) -> tuple[str, int | None]:
         return model_path, None
 
 
-def _say_pick(result: Any, chosen: Any, pick: str) -> None:
+def _say_pick(result: TrialResult, chosen: Configuration, pick: str) -> None:
     """What was exported, with the figures `tuner report` shows for it (the same TPOT,
     interval, launches, accept length, accuracy and configuration)."""
     from tuner.cli._common import console
@@ -174,10 +170,10 @@ def _say_pick(result: Any, chosen: Any, pick: str) -> None:
             + (f"; accuracy {acc.text()}" if acc is not None else ""), highlight=False)
 
 
-def _say_ties_and_capacity(st: Any, answer: Any, chosen: Any, larger: Any) -> None:
+def _say_ties_and_capacity(answer: Answer, chosen: Configuration,
+                           larger: TrialSummary | None) -> None:
     from tuner.cli._common import console
     from tuner.errors import counted
-    from tuner.study import summarize
 
     ties = [t.number for t in answer.ties] if chosen.is_pick else []
     if ties:
@@ -186,7 +182,7 @@ def _say_ties_and_capacity(st: Any, answer: Any, chosen: Any, larger: Any) -> No
                         f"pick's interval ({', '.join(f'#{n}' for n in ties[:8])}): the "
                         "data cannot say which is faster; `tuner report` lists them")
     if larger is not None:
-        big, first = summarize(larger), chosen.first
+        big, first = larger, chosen.first
         console().print(
             f"capacity: {' '.join(f'{k}={v}' for k, v in big.held.items())} served in the "
             f"finals (trial #{big.number}): KV pool {big.kv_tokens or '?'} tokens, against "

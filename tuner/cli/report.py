@@ -28,8 +28,7 @@ def report(
     from tuner.report import print_tables
     from tuner.study import open_study
 
-    st, _ = open_study(study, storage)
-    data = collect(st)
+    data = collect(open_study(study, storage))
     front = front_table(data)
     board = leaderboard(data, top)
     if csv is not None:

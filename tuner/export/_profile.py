@@ -24,53 +24,38 @@ from tuner import __version__
 from tuner.engines import Engine
 from tuner.errors import UserError
 from tuner.study import Configuration
-from tuner.study import study_answer
-from tuner.study import trial_at
-from tuner.study.storages import artifact_metas
 from tuner.trial import TrialResult
 from tuner.trial import clock_label
 
 
 if TYPE_CHECKING:
-    import optuna
-    from optuna.trial import FrozenTrial
-
     from tuner.study import RegimeAnswer
     from tuner.study import TrialSummary
+    from tuner.study.storages import StudyView
 
 
-def pick_trial(study: optuna.Study, pick: str, trials: list[TrialSummary] | None = None
-               ) -> FrozenTrial:
+def pick_trial(study: StudyView, pick: str, trials: list[TrialSummary] | None = None
+               ) -> TrialSummary:
     """The first trial of the configuration ``pick`` names (:meth:`tuner.study.Answer.
     choose`). ``trials``: the study's summaries when the caller has them."""
-    return trial_at(study, study_answer(study, trials).choose(pick).number)
+    return study.trial(study.answer(trials).choose(pick).number)
 
 
 class MissingArtifacts(UserError):
     """A trial's result artifact is not where the study says it is."""
 
 
-def load_result(study: optuna.Study, trial: FrozenTrial, artifact_dir: Path) -> TrialResult:
-    """The TrialResult JSON stored as an artifact of ``trial``."""
-    import tempfile
-
-    from optuna.artifacts import FileSystemArtifactStore
-    from optuna.artifacts import download_artifact
-    from optuna.artifacts.exceptions import ArtifactNotFound
-
-    metas = [m for m in artifact_metas(study, trial) if m.filename.endswith("-result.json")]
-    if not metas:
+def load_result(study: StudyView, trial: TrialSummary) -> TrialResult:
+    """The TrialResult JSON stored as an artifact of ``trial`` (in the study's artifact
+    folder)."""
+    try:
+        text = study.result_json(trial.number)
+    except FileNotFoundError:
+        raise MissingArtifacts(f"the artifacts of trial #{trial.number} are not in "
+                               f"{study.location.artifacts}") from None
+    if text is None:
         raise MissingArtifacts(f"trial #{trial.number} has no stored result artifact")
-    store = FileSystemArtifactStore(str(artifact_dir))
-    with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / "r.json"
-        try:
-            download_artifact(artifact_store=store, file_path=str(target),
-                              artifact_id=metas[0].artifact_id)
-        except (FileNotFoundError, ArtifactNotFound):
-            raise MissingArtifacts(f"the artifacts of trial #{trial.number} are not in "
-                                   f"{artifact_dir}") from None
-        return TrialResult.model_validate_json(target.read_text())
+    return TrialResult.model_validate_json(text)
 
 
 def expectations(result: TrialResult, *, gate_floor: float, tpot_tolerance: float,
@@ -261,14 +246,13 @@ def _tuned_for(workload: dict[str, Any]) -> str:
             "flight")
 
 
-def result_of(study: optuna.Study, trial: FrozenTrial, artifact_dir: Path
-              ) -> tuple[TrialResult, str | None]:
+def result_of(study: StudyView, trial: TrialSummary) -> tuple[TrialResult, str | None]:
     """``trial``'s stored TrialResult; when its artifacts are gone, one rebuilt from the
     study (:mod:`tuner.export._replan`) and a note saying so (else None)."""
     from tuner.export._replan import replanned_result
 
     try:
-        return load_result(study, trial, artifact_dir), None
+        return load_result(study, trial), None
     except MissingArtifacts as exc:
         rebuilt = replanned_result(study, trial)
         return rebuilt, (f"{exc} (deleted or elsewhere: pass --artifacts); its launch plan "

@@ -15,28 +15,25 @@ from tuner.trial import TrialResult
 
 
 if TYPE_CHECKING:
-    import optuna
-    from optuna.trial import FrozenTrial
+    from tuner.study import TrialSummary
+    from tuner.study.storages import StudyView
 
 
-def replanned_result(study: optuna.Study, trial: FrozenTrial) -> TrialResult:
-    """``trial``'s TrialResult rebuilt from the study (module docstring); a UserError
+def replanned_result(study: StudyView, t: TrialSummary) -> TrialResult:
+    """``t``'s TrialResult rebuilt from the study (module docstring); a UserError
     when the study lacks what that needs (a stored space, the trial's configuration)."""
     import shlex
 
     from tuner import __version__
     from tuner.engines import make_engine
     from tuner.space import parse_space
-    from tuner.study import context_of
-    from tuner.study import summarize
     from tuner.trial import Aggregates
 
-    context = context_of(study)
-    t = summarize(trial)
+    context = study.context()
     if not context.space_yaml or not t.config or not t.engine:
-        raise UserError(f"trial #{trial.number}'s artifacts are missing and the study does "
+        raise UserError(f"trial #{t.number}'s artifacts are missing and the study does "
                         "not hold its space or configuration to plan it again")
-    space = parse_space(context.space_yaml, file=f"the stored space of {study.study_name}")
+    space = parse_space(context.space_yaml, file=f"the stored space of {study.name}")
     command = (context.sweep_options or {}).get("engine_command")
     engine = make_engine(t.engine, command=shlex.split(command) if command else None)
     config = engine.canonicalize(space, t.config)

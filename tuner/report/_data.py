@@ -29,16 +29,16 @@ from tuner.study import Answer
 from tuner.study import Configuration
 from tuner.study import RegimeAnswer
 from tuner.study import Role
-from tuner.study import context_of
+from tuner.study import StudyContext
 from tuner.study import regime_answers
-from tuner.study import study_answer
-from tuner.study import summaries
 from tuner.trial import DERIVED_TWIN
 from tuner.trial import clock_label
 
 
 if TYPE_CHECKING:
-    import optuna
+    from tuner.space import Gate
+    from tuner.study import TrialSummary
+    from tuner.study.storages import StudyView
 
 
 @dataclass
@@ -174,9 +174,10 @@ def _row(c: Configuration) -> dict[str, Any]:
     }
 
 
-def collect(study: optuna.Study) -> StudyData:
-    every = summaries(study)
-    answer = study_answer(study, every)
+def collect(study: StudyView) -> StudyData:
+    every = study.summaries()
+    answer = study.answer(every)
+    context = study.context()
     knobs = list(dict.fromkeys(k for c in answer.configurations for k in c.served_config))
     rows = [_row(c) for c in answer.configurations]
     baseline = next((r for r in rows if r["role"] == Role.BASELINE.value
@@ -187,40 +188,39 @@ def collect(study: optuna.Study) -> StudyData:
                                    "message", "config", "verdict", "launches"])
     df = _typed(df, knobs, frozenset(c.number for c in answer.front), baseline)
     pick = answer.pick
-    return StudyData(name=study.study_name, trials=df, knobs=knobs, baseline=baseline,
-                     simulated=context_of(study).simulated,
+    return StudyData(name=study.name, trials=df, knobs=knobs, baseline=baseline,
+                     simulated=context.simulated,
                      with_accuracy=answer.with_accuracy, answer=answer,
                      importance=tpot_importance(study, df),
-                     accuracy=accuracy_gate(every, _gate(study), pick.number if pick else None)
+                     accuracy=accuracy_gate(every, _gate(context), pick.number if pick else None)
                      if answer.with_accuracy or any(c.accuracy_figure is not None for c in
                                                     answer.configurations) else None,
-                     workload=workload_text(study),
+                     workload=workload_text(context),
                      regimes=regime_answers(answer, every),
-                     overhead=launch_overhead(every, context_of(study).simulated,
-                                              _twin(every)),
+                     overhead=launch_overhead(every, context.simulated, _twin(every)),
                      twin=_twin(every))
 
 
-def _twin(every: list[Any]) -> str | None:
+def _twin(every: list[TrialSummary]) -> str | None:
     """DERIVED when any launch ran on a twin derived from the model's config.json."""
     return DERIVED_TWIN if any(s.twin == DERIVED_TWIN for s in every) else None
 
 
-def workload_text(study: optuna.Study) -> str:
+def workload_text(context: StudyContext) -> str:
     """What the study's trials were measured on, in words (empty when unrecorded)."""
     from tuner.space import Workload
 
-    wl = Workload.from_record(context_of(study).workload)
+    wl = Workload.from_record(context.workload)
     return wl.describe_content() if wl is not None else ""
 
 
-def _gate(study: optuna.Study) -> Any:
+def _gate(context: StudyContext) -> Gate:
     """The gate the sweep applied: the stored space's (the defaults when it has none)."""
     from tuner.errors import UserError
     from tuner.space import Gate
     from tuner.space import parse_space
 
-    text = context_of(study).space_yaml
+    text = context.space_yaml
     try:
         return parse_space(text, file="the stored space").spec.gate if text else Gate()
     except UserError:
@@ -243,28 +243,16 @@ def _typed(df: pd.DataFrame, knobs: list[str], front: frozenset[int],
     return df
 
 
-def tpot_importance(study: optuna.Study, df: pd.DataFrame, min_configs: int = 6
+def tpot_importance(study: StudyView, df: pd.DataFrame, min_configs: int = 6
                     ) -> dict[str, float]:
     """Each sampled knob's importance for TPOT over the measured configurations (feasible
-    and gated, pooled TPOT), by Optuna's PED-ANOVA (no scikit-learn needed; conditional
-    knobs included); empty below ``min_configs`` configurations."""
-    import optuna
-
+    and gated, pooled TPOT), by Optuna's PED-ANOVA (:meth:`StudyView.importance`: no
+    scikit-learn needed; conditional knobs included); empty below ``min_configs``
+    configurations."""
     measured = df[df["kind"] != "failed"]
     if len(measured) < min_configs:
         return {}
-    tpot = dict(zip(measured["number"], measured["tpot_ms"], strict=True))
-    view = optuna.create_study(directions=["minimize"])
-    for t in study.get_trials(deepcopy=False):
-        if t.number in tpot and t.params:
-            view.add_trial(optuna.trial.create_trial(
-                params=t.params, distributions=t.distributions, values=[float(tpot[t.number])]))
-    try:
-        found = optuna.importance.get_param_importances(
-            view, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
-    except (ValueError, RuntimeError):       # too few distinct values to split on
-        return {}
-    return {k: float(v) for k, v in found.items()}
+    return study.importance(dict(zip(measured["number"], measured["tpot_ms"], strict=True)))
 
 
 def differs(row: Any, baseline: dict[str, Any] | None) -> str:

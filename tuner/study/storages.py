@@ -1,12 +1,11 @@
-"""Storage, locations, the lock and the dashboard's read-only view: how a study is found and
-opened (the store's plumbing; ``tuner.study`` keeps the answer)."""
+"""Storage, locations, the lock, a study opened to read (:class:`StudyView`, what
+:func:`tuner.study.open_study` returns) and the dashboard's read-only view: how a study is
+found and opened (the store's plumbing; ``tuner.study`` keeps the answer)."""
 
 from tuner.study._lock import DriverLock
 from tuner.study._lock import LockHeld
+from tuner.study._open import StudyView
 from tuner.study._record import ROLE
-from tuner.study._record import artifact_metas
-from tuner.study._record import baseline_trial
-from tuner.study._record import study_id
 from tuner.study._storage import is_storage_error
 from tuner.study._storage import redact_url
 from tuner.study._storage import slug
@@ -23,13 +22,11 @@ __all__ = [
     "AnswerStorage",
     "DriverLock",
     "LockHeld",
-    "artifact_metas",
-    "baseline_trial",
+    "StudyView",
     "dashboard_storage",
     "is_storage_error",
     "redact_url",
     "slug",
     "storage_problem",
-    "study_id",
     "try_folder",
 ]

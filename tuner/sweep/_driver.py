@@ -18,7 +18,6 @@ through four members: ``resume``, ``baseline_runs``, ``cancel_queued`` and ``stu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from tuner.engines import Engine
 from tuner.errors import clip
@@ -26,6 +25,7 @@ from tuner.space import SearchSpace
 from tuner.study import StudyContext
 from tuner.study import SweepStudy
 from tuner.study import TrialSummary
+from tuner.study.storages import StudyView
 from tuner.study.storages import is_storage_error
 from tuner.study.storages import storage_problem
 from tuner.sweep._base import TrialRunner
@@ -41,10 +41,6 @@ from tuner.sweep._signals import stop_on_sigterm
 from tuner.sweep._signals import terminated
 from tuner.trial import TrialOptions
 from tuner.workloads import KINDS
-
-
-if TYPE_CHECKING:
-    import optuna
 
 
 class Driver:
@@ -81,9 +77,9 @@ class Driver:
     def _show(self) -> None:
         self.on_progress(self.progress)
 
-    def run(self) -> optuna.Study:
-        """Run the sweep to its end; the study (Ctrl-C: KeyboardInterrupt once every launch
-        in flight was stopped and queued again)."""
+    def run(self) -> StudyView:
+        """Run the sweep to its end; the study, to read (Ctrl-C: KeyboardInterrupt once
+        every launch in flight was stopped and queued again)."""
         stop_on_sigterm()
         try:
             with self.scheduler.claimed() as claimed:
@@ -92,7 +88,7 @@ class Driver:
                     self._run()
         finally:
             self._restore()
-        return self.sweep.study
+        return StudyView.of(self.sweep)
 
     def _run(self) -> None:
         runner = None
