@@ -17,7 +17,10 @@ from tuner.trial._server import free_port
 
 def sim_env(tmp_path: Path, scale: float = 200.0, **extra: str) -> dict[str, str]:
     env = {"TUNER_SIM_TIME_SCALE": str(scale), "TUNER_SIM_NOISE": "0",
-           "TUNER_SIM_GSM8K": str(GSM8K_DIR), "HUMMING_CACHE_DIR": str(tmp_path / "humming")}
+           "TUNER_SIM_GSM8K": str(GSM8K_DIR), "HUMMING_CACHE_DIR": str(tmp_path / "humming"),
+           # each test's simulated machines in its own folder: a meminfo file a killed server
+           # left in the shared default (named by port) drained the next server on that port
+           "TUNER_SIM_HOST_DIR": str(tmp_path / "sim-hosts")}
     env.update(extra)
     return env
 
