@@ -78,6 +78,7 @@ class RegimeWorld(World):
         # as the sweep searches it: at 16 users the memory fraction is searched too
         super().__init__(space.for_workload(space.spec.workload), speed_space=space)
         self.sla_ms, self.requests = sla_ms, requests
+        self.best1_tpot = math.nan       # the true best batch-1 TPOT, once enumerated
         g = self.model.gsm8k
         rng = random.Random("regime-lengths")
         self.outputs = [min(CAP, max(2, round(g.output_tokens_median * math.exp(
@@ -181,9 +182,14 @@ class RegimeRunner(TruthRunner):
 
 
 def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
-            args: argparse.Namespace, tmp: Path) -> tuple[float, bool, Truth | None, bool]:
+            args: argparse.Namespace, tmp: Path
+            ) -> tuple[float, bool, Truth | None, bool, float, dict[str, Any]]:
     """(best goodput / the regime pick's true goodput, whether the pick truly meets the
-    SLA, the pick's truth, whether the answer said the pick is near the SLA's bound)."""
+    SLA, the pick's truth, whether the answer said the pick is near the SLA's bound, the
+    batch-1 pick's true TPOT / the true best's (the same sweep's other answer), where the
+    budget went: ``tuner.report`` ``budget_split``)."""
+    from tuner.report._budget import budget_split
+
     space = world.speed_space      # as declared: the driver makes capacity searched itself
     runner = RegimeRunner(world, seed=seed, cv=args.cv, launch_cv=args.launch_cv,
                           questions=space.spec.workload.questions or 60)
@@ -193,13 +199,20 @@ def one_run(world: RegimeWorld, best: float, seed: int, budget: int,
                              trials=budget, seed=seed)
     study = Driver(space, world.engine, opts, settings, lambda: runner).run()
     rows = study.summaries()
-    (g,) = regime_answers(study.answer(rows), rows) or [None]
+    answer = study.answer(rows)
+    batch1 = math.inf
+    if answer.pick is not None:
+        t1 = world.truth(world.engine.canonicalize(world.space, answer.pick.config))
+        batch1 = t1.tpot_ms / world.best1_tpot if t1.tpot_ms else math.inf
+    (g,) = regime_answers(answer, rows) or [None]
+    split = budget_split(rows, ["sixteen"])
+    spent = split.by_objective if split is not None else {}
     if g is None or g.pick is None:
-        return math.inf, False, None, False
+        return math.inf, False, None, False, batch1, spent
     cfg = world.engine.canonicalize(world.space, g.pick.configuration.config)
     got = world.goodput(cfg, sla=False)
     return ((best / got if got > 0 else math.inf), world.goodput(cfg) > 0, world.truth(cfg),
-            bool(g.pick.near_bound(g.sla)))
+            bool(g.pick.near_bound(g.sla)), batch1, spent)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -229,6 +242,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     base = world.baseline()
     ok1 = [h for h, t in truths.items() if feasible(t, base, world.space)]
     best1 = min(ok1, key=lambda h: truths[h].tpot_ms)
+    world.best1_tpot = truths[best1].tpot_ms
     out: dict[str, Any] = {
         "configurations": len(truths), "eligible_in_regime": sum(v > 0 for v in good.values()),
         "best_batch1": {"config": truths[best1].config, "tpot_ms": truths[best1].tpot_ms,
@@ -238,14 +252,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "differ": best1 != best_h, "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            ratio, meets, pick, near = one_run(world, good[best_h], seed, args.budget, args,
-                                               Path(tmp))
+            ratio, meets, pick, near, batch1, spent = one_run(
+                world, good[best_h], seed, args.budget, args, Path(tmp))
             out["runs"].append({"seed": seed, "ratio": ratio, "meets_sla": meets,
-                                "said_near_bound": near,
-                                "pick": pick.config if pick else None})
+                                "said_near_bound": near, "batch1_ratio": batch1,
+                                "budget": spent, "pick": pick.config if pick else None})
     ratios = [r["ratio"] for r in out["runs"]]
     out["median_ratio"] = statistics.median(ratios)
     out["worst_ratio"] = max(ratios)
+    b1 = [r["batch1_ratio"] for r in out["runs"]]
+    out["batch1_median_ratio"], out["batch1_worst_ratio"] = statistics.median(b1), max(b1)
+    out["launches_for_the_regime"] = statistics.mean(
+        sum(r["budget"].get("sixteen", {}).values()) for r in out["runs"])
     out["no_pick"] = sum(r["pick"] is None for r in out["runs"])
     out["sla_missed"] = sum(r["pick"] is not None and not r["meets_sla"] for r in out["runs"])
     if args.json:
@@ -260,9 +278,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             verdict = ("no pick" if r["pick"] is None else
                        "meets the SLA" if r["meets_sla"] else "MISSES the SLA")
             print(f"seed {r['seed']}: best goodput / the regime pick's = {r['ratio']:.4f}, "
-                  f"{verdict}"
+                  f"{verdict}; batch 1 {r['batch1_ratio']:.4f}, regime launches "
+                  f"{sum(r['budget'].get('sixteen', {}).values())}"
                   f"{' (said: near the bound)' if r['said_near_bound'] else ''}  {r['pick']}")
         picked = len(out["runs"]) - out["no_pick"]
+        print(f"the same sweeps' batch-1 pick: median {out['batch1_median_ratio']:.4f}, worst "
+              f"{out['batch1_worst_ratio']:.4f} (its true TPOT / the true best's); launches "
+              f"proposed for the regime: {out['launches_for_the_regime']:.1f} of "
+              f"{args.budget} on average")
         print(f"median {out['median_ratio']:.4f}, worst {out['worst_ratio']:.4f} (no pick: "
               f"inf); {out['no_pick']} of {len(out['runs'])} seeds found nothing within the "
               f"SLA (export --regime refuses); {out['sla_missed']} of {picked} picks miss "

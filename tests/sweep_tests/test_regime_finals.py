@@ -32,7 +32,7 @@ class _Sweep:
         return answer_of(rows if rows is not None else self.rows, with_accuracy=True)
 
 
-def _policy(tmp: Path, regimes: bool) -> SearchPolicy:
+def _policy(tmp: Path, regimes: tuple[str, ...]) -> SearchPolicy:
     settings = SweepSettings(study_name="s", location=locate(str(tmp / "s.db"), "s"),
                              trials=30, staged=False)
     return SearchPolicy(load_space(SPARK), settings, questions=10, scored=True,
@@ -42,11 +42,12 @@ def _policy(tmp: Path, regimes: bool) -> SearchPolicy:
 def test_a_regime_pick_measured_once_is_launched_again_once(tmp_path: Path) -> None:
     rows = [_t(0, _g(0.1), role=Role.BASELINE), _t(1, _g(0.5)), _t(2, _g(0.3))]
     sweep = _Sweep(rows)
-    policy = _policy(tmp_path, regimes=True)
-    assert policy._regime_confirmation(sweep) == Remeasure(1)        # type: ignore[arg-type]
+    policy = _policy(tmp_path, regimes=("sixteen",))
+    assert policy._regime_confirmation(sweep) == Remeasure(  # type: ignore[arg-type]
+        1, serves="sixteen")
     # once its second launch is queued (or done), no more: the finals race goes on
     sweep.rows = [*rows, TrialSummary(3, "RUNNING", Role.REMEASURE, remeasure_of=1,
                                       config=rows[1].config)]
     assert policy._regime_confirmation(sweep) is None                # type: ignore[arg-type]
-    assert _policy(tmp_path, regimes=False)._regime_confirmation(
+    assert _policy(tmp_path, regimes=())._regime_confirmation(
         _Sweep(rows)) is None                                        # type: ignore[arg-type]

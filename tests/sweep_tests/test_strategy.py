@@ -166,7 +166,7 @@ def _combos(plan: StagedPlan, measured: dict[str, SimpleNamespace],
             baseline: SimpleNamespace) -> list[tuple[str, str, str]]:
     out = []
     while (got := plan.next(measured, None, baseline)) is not None:
-        cfg, why = got
+        cfg, why, _ = got
         assert why == "combine"
         out.append((cfg["moe_backend"], cfg["lm_head"], cfg["speculative"]))
     return out
@@ -212,7 +212,7 @@ def test_the_best_configurations_gamma_is_probed_at_the_quartiles_after_the_comb
         "humming": (24.0, 23.8, 24.2), "marlin": (25.0, 24.8, 25.2),
         "bf16": (25.8, 25.6, 26.0), "fp8": (23.0, 22.8, 23.2), "NEXTN": (25.0, 24.8, 25.2),
         "DSPARK": (22.0, 21.8, 22.2)})
-    cfg, why = plan.next(measured, None, baseline)  # type: ignore[misc]
+    cfg, why, _ = plan.next(measured, None, baseline)  # type: ignore[misc]
     assert why == "combine" and cfg["dspark_block_size"] == 8
     # the combination is still running: no probe yet (the sampler proposes meanwhile)
     best = SimpleNamespace(config=cfg, feasible=True, tpot_ms=18.0, tpot_ci95=[17.8, 18.2],
@@ -250,11 +250,14 @@ def test_the_local_search_takes_turns_around_a_load_regimes_center() -> None:
     around_center = {plan.hash_of(c) for c in neighbours(SPACE, center_cfg)}
     steps = []
     for _ in range(4):
-        cfg, why = plan.next(measured, best, baseline, also=lambda: [center])  # type: ignore[misc]
+        cfg, why, serves = plan.next(measured, best, baseline,  # type: ignore[misc]
+                                     also=lambda: [(center, "sixteen")])
         assert why == "neighbour"
         h = plan.hash_of(cfg)
         steps.append("center" if h in around_center - around_best else
                      "best" if h in around_best else "other")
+        # a neighbour of the regime's center is launched for that regime, the others not
+        assert serves == ("sixteen" if steps[-1] == "center" else None)
         measured[h] = SimpleNamespace(config=cfg, feasible=True, tpot_ms=30.0,
                                       tpot_ci95=[29.8, 30.2], number=20)
     assert steps == ["center", "best", "center", "best"]
@@ -322,7 +325,7 @@ def test_the_local_search_leaves_moves_measured_as_slow_and_then_hands_over() ->
     measured[plan.hash_of(best_cfg)] = best
     proposed = []
     while (got := plan.next(measured, best, baseline)) is not EXHAUSTED:
-        cfg, why = got  # type: ignore[misc]
+        cfg, why, _ = got  # type: ignore[misc]
         assert why == "neighbour"
         proposed.append(cfg)
         measured[plan.hash_of(cfg)] = SimpleNamespace(

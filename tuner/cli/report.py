@@ -58,6 +58,8 @@ def report(
                                "failures": data.failures().to_dict(orient="records"),
                                "launch_overhead": data.overhead.as_dict()
                                if data.overhead is not None else None,
+                               "budget": data.budget.as_dict()
+                               if data.budget is not None else None,
                                "importance": data.importance,
                                "accuracy_gate": as_dict(data.accuracy)
                                if data.accuracy is not None else None},

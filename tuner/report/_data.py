@@ -22,6 +22,8 @@ from tuner.errors import clip
 from tuner.errors import counted
 from tuner.report._accuracy import AccuracyGate
 from tuner.report._accuracy import accuracy_gate
+from tuner.report._budget import BudgetSplit
+from tuner.report._budget import budget_split
 from tuner.report._overhead import LaunchOverhead
 from tuner.report._overhead import launch_overhead
 from tuner.space import value_key
@@ -62,6 +64,8 @@ class StudyData:
     regimes: list[RegimeAnswer] = field(default_factory=list)
     #: the share of the launches' machine time spent starting servers (None: unrecorded)
     overhead: LaunchOverhead | None = None
+    #: where the launches went, batch 1's objective and each regime's (None: no regime)
+    budget: BudgetSplit | None = None
     #: the simulator's twin of the model when one launch said DERIVED (None otherwise)
     twin: str | None = None
 
@@ -188,6 +192,7 @@ def collect(study: StudyView) -> StudyData:
                                    "message", "config", "verdict", "launches"])
     df = _typed(df, knobs, frozenset(c.number for c in answer.front), baseline)
     pick = answer.pick
+    regimes = regime_answers(answer, every)
     return StudyData(name=study.name, trials=df, knobs=knobs, baseline=baseline,
                      simulated=context.simulated,
                      with_accuracy=answer.with_accuracy, answer=answer,
@@ -196,8 +201,9 @@ def collect(study: StudyView) -> StudyData:
                      if answer.with_accuracy or any(c.accuracy_figure is not None for c in
                                                     answer.configurations) else None,
                      workload=workload_text(context),
-                     regimes=regime_answers(answer, every),
+                     regimes=regimes,
                      overhead=launch_overhead(every, context.simulated, _twin(every)),
+                     budget=budget_split(every, [g.name for g in regimes]),
                      twin=_twin(every))
 
 

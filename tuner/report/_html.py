@@ -270,6 +270,8 @@ def render(data: StudyData, tables: dict[str, pd.DataFrame]) -> str:
     table_html = _html_tables(tables)
     overhead = ("" if data.overhead is None else
                 f"<p class=overhead>{html.escape(data.overhead.sentence())}.</p>")
+    if data.budget is not None:
+        overhead += f"<p class=budget>{html.escape(data.budget.sentence())}.</p>"
     gate = ("" if data.accuracy is None else "<h2>Accuracy gate</h2><ul>" + "".join(
         f"<li>{html.escape(line)}</li>" for line in data.accuracy.sentences()) + "</ul>")
     return f"""<!doctype html>

@@ -198,6 +198,8 @@ def print_tables(out: Console, data: StudyData, front: pd.DataFrame, board: pd.D
     _plain_table(out, "Failures by reason", data.failures())
     if data.overhead is not None:
         out.print(data.overhead.sentence(), highlight=False)
+    if data.budget is not None:
+        out.print(data.budget.sentence(), highlight=False)
     if data.accuracy is not None:
         from tuner.report._accuracy import final_table
 
@@ -250,6 +252,8 @@ def print_answer(out: Console, data: StudyData) -> None:
     print_regimes(out, data)
     if data.overhead is not None:
         out.print(data.overhead.sentence(), highlight=False)
+    if data.budget is not None:
+        out.print(data.budget.sentence(), highlight=False)
 
 
 def _plain_table(out: Console, title: str, df: pd.DataFrame) -> None:

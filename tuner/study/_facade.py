@@ -30,12 +30,14 @@ from tuner.study._front import feasible_best
 from tuner.study._lock import DriverLock
 from tuner.study._queue import cancel_queued
 from tuner.study._queue import copy_result
+from tuner.study._queue import flaky_start
 from tuner.study._queue import has_queued
 from tuner.study._reads import BaselineRuns
 from tuner.study._record import ROLE
 from tuner.study._record import baseline_trial
 from tuner.study._record import tell_result
 from tuner.study._record import trial_at
+from tuner.study._regime_sampler import RegimeSamplers
 from tuner.study._samplers import make_sampler
 from tuner.study._storage import OBJECTIVES
 from tuner.study._storage import StudyLocation
@@ -56,9 +58,6 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 
-#: Failures a second launch may not repeat (no out-of-memory, refused flag or mismatch
-#: behind them): retried once before they count.
-FLAKY_REASONS = ("launch_error", "startup_timeout")
 #: (repaired values, why or None) -> the canonical configuration; raises UserError when
 #: the engine refuses it.
 Canonicalize = Callable[[dict[str, Any]], tuple[Config, str | None]]
@@ -126,6 +125,7 @@ class SweepStudy:
                             "--study name")
         self.context, self.n_objectives = context, len(directions)
         self.lock = DriverLock(self.study)
+        self.regime_samplers = RegimeSamplers(seed)    # each load regime's own sampler
         self._finished: dict[int, TrialSummary] = {}   # trial number -> its summary
 
     # -- reads (tuner.study.StudyReads, and what the driver and the scheduler read) ---------
@@ -255,25 +255,26 @@ class SweepStudy:
         _transaction.one_transaction`): all of them stored, or none."""
         return one_transaction(self.study._storage)
 
-    def enqueue(self, values: dict[str, Any], why: str) -> None:
+    def enqueue(self, values: dict[str, Any], why: str, serves: str | None = None) -> None:
         """Queue a configuration a searcher planned (``why``: its reason, kept as
-        ``proposed_by``)."""
-        self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value,
-                                                     "proposed_by": why})
+        ``proposed_by``; ``serves``: the load regime it was planned for, None: batch 1)."""
+        self.study.enqueue_trial(values, user_attrs={ROLE: Role.TRIAL.value, "proposed_by": why,
+                                                     **({"serves": serves} if serves else {})})
 
     def enqueue_remeasure(self, number: int, *, confirm: bool = False,
                           held: dict[str, Any] | None = None, final_sample: bool = False,
-                          contender: bool = False) -> None:
+                          contender: bool = False, serves: str | None = None) -> None:
         """Queue trial ``number``'s configuration again (the finals): a ``remeasure``
         trial, pooled with it by :func:`tuner.study._pooled.estimates`; ``confirm``: a
         launch of the chosen pick, whose mean is its reported TPOT; ``held``: capacity
         knobs set above the baseline's (the pick's largest KV pool that still serves);
         ``final_sample``: on the final accuracy sample; ``contender``: the search's own,
-        before its finals (not one of the finals' race)."""
+        before its finals (not one of the finals' race); ``serves``: a regime's pick."""
         base = trial_at(self.study, number)
         attrs: dict[str, Any] = {ROLE: Role.REMEASURE.value, "remeasure_of": number,
                                  "confirm": confirm}
-        attrs.update({k: v for k, v in (("contender", contender), ("held", held)) if v})
+        attrs.update({k: v for k, v in (("contender", contender), ("held", held),
+                                        ("serves", serves)) if v})
         if final_sample:     # what its accuracy verdict holds for (_pooled.final_verdicts)
             attrs["final_sample"] = True
             config = base.user_attrs.get("config") or dict(base.params)
@@ -285,15 +286,20 @@ class SweepStudy:
                               if k not in self.space.capacity_knobs}
         self.study.enqueue_trial(dict(base.params), user_attrs=attrs)
 
-    def ask(self, canonicalize: Canonicalize) -> Proposal:
+    def ask(self, canonicalize: Canonicalize, serves: str | None = None) -> Proposal:
         """The next trial: a queued one first (the baseline, a retry, what was enqueued),
-        else the sampler's; its values canonicalised (``invalid``, recorded FAIL, when the
-        engine refuses them), its configuration hash stored. Its writes are one
-        transaction."""
+        else the sampler's (``serves``: load regime ``serves``'s own, :mod:`tuner.study.
+        _regime_sampler`); its values canonicalised (``invalid``, recorded FAIL, when the
+        engine refuses them), its configuration hash stored. One transaction."""
         from optuna.trial import TrialState
 
-        with one_transaction(self.study._storage):
+        with one_transaction(self.study._storage), self.regime_samplers.asking(self.study,
+                                                                               serves):
             trial = self.study.ask()
+            if ROLE not in trial.user_attrs:      # not queued: the sampler's own proposal
+                trial.set_user_attr("proposed_by", "sampler")
+                if serves:
+                    trial.set_user_attr("serves", serves)
             role = Role(trial.user_attrs.get(ROLE, Role.TRIAL.value))
             try:
                 config, repaired = canonicalize(suggest(self.space, trial))
@@ -329,7 +335,7 @@ class SweepStudy:
         base = self.baseline()
         base_tpot = base.tpot_ms if base is not None else None
         assert proposal.trial is not None, "a proposal is recorded through its trial"
-        flaky = not requeue and self._flaky(proposal, result)
+        flaky = not requeue and flaky_start(proposal.role, proposal.trial.user_attrs, result)
         # a lost worker measured nothing: ``recovered`` (neither counted nor a failure of
         # the configuration, no stand-in), queued once more like a dead driver's trial
         extra = {"retried": True} if flaky else {"recovered": True} if requeue else None
@@ -344,17 +350,6 @@ class SweepStudy:
         elif state == "FAIL" and requeue:
             self._enqueue_retry(proposal.trial, proposal.role.value)
         return state
-
-    @staticmethod
-    def _flaky(proposal: Proposal, result: TrialResult) -> bool:
-        """A start-up that failed without a deterministic cause (``FLAKY_REASONS``) is
-        launched once more before it counts as a failure: the failed trial stays, marked
-        ``retried`` (neither measured nor a failure stand-in), and the retry carries
-        ``flaky_retry_of``; a retry that fails again counts."""
-        assert proposal.trial is not None
-        return (result.status == "failed" and result.reason in FLAKY_REASONS
-                and proposal.role != Role.REMEASURE
-                and "flaky_retry_of" not in proposal.trial.user_attrs)
 
     def abandon(self, proposal: Proposal, why: str) -> None:
         """The sweep stops under ``proposal`` (Ctrl-C): nothing was measured, so it is neither
@@ -392,7 +387,7 @@ class SweepStudy:
         attrs = {ROLE: role, "retry_of": trial.number}
         # a finals launch stays one
         for key in ("remeasure_of", "confirm", "held", "final_sample", "numerics", "speed",
-                    "contender"):
+                    "contender", "proposed_by", "serves"):
             if key in trial.user_attrs:
                 attrs[key] = trial.user_attrs[key]
         self.study.enqueue_trial(trial.params, user_attrs=attrs)

@@ -5,6 +5,7 @@ queued; a repeat of a measured configuration is told the earlier result)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from typing import Any
 
 from tuner.space import SearchSpace
 from tuner.study._bridge import suggest
@@ -18,6 +19,22 @@ from tuner.study._transaction import one_transaction
 
 if TYPE_CHECKING:
     import optuna
+
+    from tuner.trial import TrialResult
+
+
+#: Failures a second launch may not repeat (no out-of-memory, refused flag or mismatch
+#: behind them): retried once before they count.
+FLAKY_REASONS = ("launch_error", "startup_timeout")
+
+
+def flaky_start(role: Role, attrs: dict[str, Any], result: TrialResult) -> bool:
+    """A start-up that failed without a deterministic cause (``FLAKY_REASONS``) is
+    launched once more before it counts as a failure: the failed trial stays, marked
+    ``retried`` (neither measured nor a failure stand-in), and the retry carries
+    ``flaky_retry_of`` (``attrs``: the trial's); a retry that fails again counts."""
+    return (result.status == "failed" and result.reason in FLAKY_REASONS
+            and role != Role.REMEASURE and "flaky_retry_of" not in attrs)
 
 
 def has_queued(study: optuna.Study) -> bool:
@@ -57,7 +74,7 @@ def copy_result(study: optuna.Study, trial: optuna.Trial, earlier_number: int) -
     trial.set_user_attr(ROLE, Role.DUPLICATE.value)
     trial.set_user_attr("duplicate_of", earlier.number)
     for k, v in earlier.user_attrs.items():
-        if k not in (ROLE, "retry_of", "proposed_by", "flaky_retry_of"):
+        if k not in (ROLE, "retry_of", "proposed_by", "serves", "flaky_retry_of"):
             trial.set_user_attr(k, v)
     if earlier.state == TrialState.COMPLETE:
         values = [float(earlier.constraints.get(k, 0.0)) for k in CONSTRAINT_KEYS]

@@ -78,6 +78,11 @@ class TrialSummary:
     #: of a final-sample launch: the speed configuration a pass holds for
     speed: dict[str, Any] | None = None
     retried: bool = False                        # a start-up failure launched once more
+    #: why the search launched it (``screen``, ``combine``, ``probe``, ``neighbour``,
+    #: ``sampler``...; None: the baseline, a finals launch, a study from before) and the
+    #: load regime it was proposed for (None: batch 1's objective)
+    proposed_by: str | None = None
+    serves: str | None = None
     held: dict[str, Any] = field(default_factory=dict)   # capacity knobs a finals run set
     kv_tokens: int | None = None                 # the KV pool's capacity the server reported
     worker: str | None = None                    # where it ran: a Ray node id (Ray runner)
@@ -131,6 +136,7 @@ def summarize(trial: FrozenTrial) -> TrialSummary:
         contender=bool(a.get("contender")),
         final_sample=bool(a.get("final_sample")), numerics=a.get("numerics"), speed=a.get("speed"),
         retried=bool(a.get("retried")), held=dict(a.get("held") or {}),
+        proposed_by=a.get("proposed_by"), serves=a.get("serves"),
         kv_tokens=a.get("kv_tokens"), worker=a.get("worker"), engine=a.get("engine"),
         engine_version=a.get("engine_version"), simulated=bool(a.get("simulated")),
         time_scale=float(a.get("time_scale") or 1.0), twin=a.get("twin"),

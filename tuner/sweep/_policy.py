@@ -96,13 +96,15 @@ class SearchPolicy(Searcher):
 
     def __init__(self, space: SearchSpace, settings: SweepSettings, *, questions: int,
                  scored: bool, canonical: Callable[[dict[str, Any]], tuple[Any, str | None]],
-                 regimes: bool = False, sample_beside: bool = False,
+                 regimes: tuple[str, ...] = (), sample_beside: bool = False,
                  capacity: tuple[str, ...] = ()) -> None:
         from tuner.sweep._finals import Finals
 
         self.s, self.canonical = settings, canonical
-        #: the workload measures load regimes: the local search also looks around theirs
+        #: the load regimes the workload measures: the local search also looks around their
+        #: bests, and the sampler's turns go round batch 1's sampler and each regime's own
         self.regimes = regimes
+        self.sampler_turns = 0
         #: the final sample's size when this sweep has one: GSM8K questions, the workload's
         #: own on a GSM8K workload, else answered beside it (``scored`` is kept for callers)
         self.final_questions: int | None = settings.final_questions
@@ -140,7 +142,7 @@ class SearchPolicy(Searcher):
         held = space.capacity_knobs
         return cls(searched, settings, questions=workload.questions,
                    scored=workload.kind == "gsm8k", sample_beside=workload.kind != "gsm8k",
-                   regimes=bool(workload.regimes),
+                   regimes=tuple(r.name for r in workload.regimes),
                    capacity=held if searched.capacity_knobs != held else (),
                    canonical=canonicalizer(engine, searched))
 
@@ -186,9 +188,19 @@ class SearchPolicy(Searcher):
         if planned is None and self.repeats >= REPEATS_BEFORE_FILL and baseline is not None:
             left = self._lacking(sweep.trials())   # the sampler circles what it measured:
             if left:                            # an enumerable space's unmeasured one
-                planned = (left[0], "not yet measured (the sampler repeats itself)")
+                planned = (left[0], "not yet measured (the sampler repeats itself)", None)
         self._searched, self._from_plan = True, from_plan
-        return Ask() if planned is None else Planned(*planned)
+        if planned is not None:
+            return Planned(*planned)
+        return Ask(self._sampler_serves() if baseline is not None else None)
+
+    def _sampler_serves(self) -> str | None:
+        """Whose sampler proposes this turn: batch 1's and each load regime's, in turn (a
+        regime's own learns its goodput within its SLA: :mod:`tuner.study._regime_sampler`);
+        None: batch 1's (the study's own)."""
+        turn, self.sampler_turns = self.sampler_turns, self.sampler_turns + 1
+        objectives = (None, *self.regimes)
+        return objectives[turn % len(objectives)]
 
     def proposed(self, suggestion: Suggestion, prop: Proposal) -> None:
         """After the plan's or the sampler's turn: count the sampler's repeats in a row; a
@@ -228,19 +240,20 @@ class SearchPolicy(Searcher):
                     "decided and confirmed")
         return None
 
-    def _regime_centers(self, sweep: StudyReads) -> list[TrialSummary]:
-        """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`),
-        first places of every regime first: the local search also looks around them,
-        since a regime's best is often not batch 1's (docs/performance.md, "Load
-        regimes")."""
+    def _regime_centers(self, sweep: StudyReads) -> list[tuple[TrialSummary, str]]:
+        """Each load regime's search centers (:meth:`tuner.study.RegimeAnswer.centers`)
+        with the regime's name, first places of every regime first: the local search also
+        looks around them, since a regime's best is often not batch 1's
+        (docs/performance.md, "Load regimes")."""
         if not self.regimes:
             return []
         from tuner.study import regime_answers
 
         rows = sweep.trials()
-        ranked = [g.centers() for g in regime_answers(sweep.answer(rows), rows)]
-        return [cs[i].configuration.first for i in range(max(map(len, ranked), default=0))
-                for cs in ranked if i < len(cs)]
+        ranked = [(g.name, g.centers()) for g in regime_answers(sweep.answer(rows), rows)]
+        return [(cs[i].configuration.first, name)
+                for i in range(max((len(cs) for _, cs in ranked), default=0))
+                for name, cs in ranked if i < len(cs)]
 
     def _regime_confirmation(self, sweep: StudyReads) -> Remeasure | None:
         """In the finals, first: a second launch of each load regime's pick measured once.
@@ -255,7 +268,7 @@ class SearchPolicy(Searcher):
         for g in regime_answers(sweep.answer(rows), rows):
             p = g.pick
             if p is not None and p.launches == 1 and p.number not in again:
-                return Remeasure(p.number)
+                return Remeasure(p.number, serves=g.name)
         return None
 
     def _finals(self, sweep: StudyReads, baseline: TrialSummary, number: int, confirm: bool,

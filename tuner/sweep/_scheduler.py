@@ -41,6 +41,7 @@ from tuner.sweep._base import failed_result
 from tuner.sweep._final_sample import options_for
 from tuner.sweep._progress import Progress
 from tuner.sweep._progress import told
+from tuner.sweep._searcher import Ask
 from tuner.sweep._searcher import Planned
 from tuner.sweep._searcher import Remeasure
 from tuner.sweep._searcher import Searcher
@@ -220,11 +221,13 @@ class Scheduler:
             self.store.enqueue_remeasure(suggestion.number, confirm=suggestion.confirm,
                                          held=suggestion.held,
                                          final_sample=suggestion.final_sample,
-                                         contender=suggestion.contender)
+                                         contender=suggestion.contender,
+                                         serves=suggestion.serves)
         with self.store.transaction():
             if isinstance(suggestion, Planned) and not self.store.queued():
-                self.store.enqueue(suggestion.values, suggestion.why)
-            prop = self.store.ask(self.canonical)
+                self.store.enqueue(suggestion.values, suggestion.why, suggestion.serves)
+            prop = self.store.ask(self.canonical,
+                                  suggestion.serves if isinstance(suggestion, Ask) else None)
             return prop if prop.kind == "invalid" else self._deduplicate(prop)
 
     def _deduplicate(self, prop: Proposal) -> Proposal:

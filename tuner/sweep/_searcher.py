@@ -41,6 +41,8 @@ class Planned:
 
     values: dict[str, Any]
     why: str
+    #: the load regime it was planned for (a neighbour of its best), None: batch 1
+    serves: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,19 +51,25 @@ class Remeasure:
     ``confirm``: a confirmation of the chosen pick, whose mean is its reported TPOT;
     ``held``: capacity knobs set above the baseline's; ``final_sample``: on the final
     accuracy sample; ``contender``: the search's own, before its finals (the fastest so
-    far launched again before the local search moves around it)."""
+    far launched again before the local search moves around it); ``serves``: a load
+    regime's pick launched again for its SLA verdict."""
 
     number: int
     confirm: bool = False
     held: dict[str, Any] = field(default_factory=dict)
     final_sample: bool = False
     contender: bool = False
+    serves: str | None = None
 
 
 @dataclass(frozen=True)
 class Ask:
     """Let the study answer: a queued trial first (the baseline, a retry), else its
-    sampler's proposal."""
+    sampler's proposal; ``serves``: load regime ``serves``'s own sampler's, which learns
+    the regime's goodput within its SLA (:mod:`tuner.study._regime_sampler`), None: the
+    study's (batch 1)."""
+
+    serves: str | None = None
 
 
 @dataclass(frozen=True)

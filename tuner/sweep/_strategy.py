@@ -194,15 +194,15 @@ class StagedPlan:
             return None
 
     def next(self, measured: dict[str, Any], best: Any, baseline: Any,
-             also: Callable[[], list[Any]] | None = None,
+             also: Callable[[], list[tuple[Any, str]]] | None = None,
              again: Callable[[], int | None] | None = None
-             ) -> tuple[dict[str, Any], str] | Again | Exhausted | None:
-        """The configuration to enqueue next and why (``screen``, ``combine``,
-        ``neighbour``), :class:`Again` (a contender launched again first), or None to let the
-        sampler propose. ``measured``: config hash ->
+             ) -> tuple[dict[str, Any], str, str | None] | Again | Exhausted | None:
+        """The configuration to enqueue next, why (``screen``, ``combine``, ``neighbour``)
+        and the load regime it serves (None: batch 1), :class:`Again` (a contender launched
+        again first), or None to let the sampler propose. ``measured``: config hash ->
         summary; ``best``/``baseline``: summaries (or None); ``also``: other centers the
-        local search takes turns with (a load regime's best), every other local step: asked
-        for only then (it reads the whole study)."""
+        local search takes turns with (a load regime's best, with the regime's name), every
+        other local step: asked for only then (it reads the whole study)."""
         if baseline is None:
             return None
         seen = set(measured) | self.issued
@@ -234,14 +234,15 @@ class StagedPlan:
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
-        incumbents = self._incumbents(measured, best)
-        centers = also() if also is not None else []
+        incumbents: list[tuple[Any, str | None]] = [
+            (s, None) for s in self._incumbents(measured, best)]
+        centers = list(also()) if also is not None else []
         if self.local_proposals % 2 == 1:
             incumbents = [*centers, *incumbents]
         else:
             incumbents = [*incumbents, *centers]
         effects = move_effects(self.space, measured.values())
-        for inc in incumbents:
+        for inc, serves in incumbents:
             cands = neighbours(self.space, inc.config)
             self.rng.shuffle(cands)
             # the screens already measured every top-level value: the conditional knobs
@@ -255,7 +256,7 @@ class StagedPlan:
                     break               # the rest measured as slow elsewhere: the sampler's
                 h = self._hash(cfg)
                 if h is not None and h not in seen:
-                    return self._issue(cfg, h, "neighbour")
+                    return self._issue(cfg, h, "neighbour", serves)
         return EXHAUSTED
 
     @staticmethod
@@ -271,10 +272,11 @@ class StagedPlan:
         changed = {n for n in set(incumbent) | set(cand) if incumbent.get(n) != cand.get(n)}
         return any(not self.space.knob(n).when for n in changed)
 
-    def _issue(self, cfg: dict[str, Any], h: str, why: str) -> tuple[dict[str, Any], str]:
+    def _issue(self, cfg: dict[str, Any], h: str, why: str, serves: str | None = None
+               ) -> tuple[dict[str, Any], str, str | None]:
         self.issued.add(h)
         self.last = h
-        return cfg, why
+        return cfg, why, serves
 
     def _combinations(self, measured: dict[str, Any], baseline: Any) -> list[dict[str, Any]]:
         """Each top-level knob at the value whose screen was fastest and feasible, when that
