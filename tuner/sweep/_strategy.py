@@ -234,13 +234,9 @@ class StagedPlan:
         self.local_proposals += 1
         if self.explore_every and self.local_proposals % self.explore_every == 0:
             return None
-        incumbents: list[tuple[Any, str | None]] = [
-            (s, None) for s in self._incumbents(measured, best)]
+        own: list[tuple[Any, str | None]] = [(s, None) for s in self._incumbents(measured, best)]
         centers = list(also()) if also is not None else []
-        if self.local_proposals % 2 == 1:
-            incumbents = [*centers, *incumbents]
-        else:
-            incumbents = [*incumbents, *centers]
+        incumbents = ([*centers, *own] if self.local_proposals % 2 == 1 else [*own, *centers])
         effects = move_effects(self.space, measured.values())
         for inc, serves in incumbents:
             cands = neighbours(self.space, inc.config)
