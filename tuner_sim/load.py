@@ -5,14 +5,15 @@ calibrate`` compares with the published concurrency cells.
 infinite request rate: ``C`` clients each send a request, and send the next when it ends,
 until ``prompts`` have been sent. It drives :class:`~tuner_sim.schedule.Core`, the same
 admission, prefill and decode decisions the simulated server makes, with no noise and no
-sleeping, so a cell costs milliseconds. Figures are bench_serving's: mean TTFT, mean TPOT
-(``(latency - TTFT) / (output - 1)`` per request) and total (input + output) tokens over
-the run's duration.
+sleeping, so a cell costs milliseconds. Figures are bench_serving's: mean TTFT, mean and
+median TPOT (``(latency - TTFT) / (output - 1)`` per request) and total (input + output)
+tokens over the run's duration.
 """
 
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass
 
 from tuner_sim.args import build_parser
@@ -36,6 +37,8 @@ class LoadResult:
     most_running: int               # the largest running batch seen
     pool_tokens: int
     duration_ms: float = 0.0
+    #: bench_serving's median TPOT (its per-request TPOTs' median)
+    median_tpot_ms: float = 0.0
     #: per request, in completion order: TTFT and TPOT (machine ms), output tokens
     ttft_ms: tuple[float, ...] = ()
     tpot_ms: tuple[float, ...] = ()
@@ -57,10 +60,21 @@ def core_for(argv: list[str], machine: Machine, model: Model) -> Core:
                 machine.prefill_slowdown_per_running)
 
 
-def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: str,
-             rng: random.Random, t: float) -> SimRequest:
+def lottery_rates(core: Core, n: int, kind: str, content: str) -> list[float]:
+    """``n`` first-position rates at the class's per-prompt Beta's evenly spaced quantiles
+    ``(j + 0.5) / n``: the prompt lottery's shape at ``n`` prompts."""
+    from scipy import stats
+
     c = core.perf.acceptance_class(kind, content)
-    first = rng.betavariate(c.first * c.concentration, (1 - c.first) * c.concentration)
+    dist = stats.beta(c.first * c.concentration, (1 - c.first) * c.concentration)
+    return [float(dist.ppf((j + 0.5) / n)) for j in range(n)]
+
+
+def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: str,
+             rng: random.Random, t: float, first: float | None = None) -> SimRequest:
+    c = core.perf.acceptance_class(kind, content)
+    if first is None:
+        first = rng.betavariate(c.first * c.concentration, (1 - c.first) * c.concentration)
     return SimRequest(rid=str(i), prompt_tokens=prompt, cached_tokens=0, max_new_tokens=output,
                       kind=kind, tokens=[], ignore_eos=True, first_rate=first,
                       rng=random.Random(f"{i}|{rng.random()}"), content=content, t_submit=t)
@@ -69,14 +83,21 @@ def _request(core: Core, i: int, prompt: int, output: int, kind: str, content: s
 def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int,
                 output_tokens: int | list[int], kind: str = "greedy",
                 content: str = "random", seed: int = 0, cached_tokens: int = 0,
-                max_new_tokens: int | None = None) -> LoadResult:
+                max_new_tokens: int | None = None, stratified: bool = False) -> LoadResult:
     """Run ``prompts`` requests through ``core`` at ``concurrency``: ``input_tokens`` each
     (``cached_tokens`` of them served from the prefix cache), ``output_tokens`` each or,
     given a list, the i-th request's (cycled). ``max_new_tokens``: the cap each request
     asks for (what it reserves in the pool), its output then ending naturally; None: the
-    output is the cap (``ignore_eos``, bench_serving's random dataset)."""
+    output is the cap (``ignore_eos``, bench_serving's random dataset). ``stratified``: the
+    prompts' acceptance rates are the class's per-prompt distribution read at ``prompts``
+    evenly spaced quantiles, in a seeded random order (a prompt set that draws the lottery's
+    shape, not one sample's luck); otherwise each request draws its own rate at random."""
     outs = output_tokens if isinstance(output_tokens, list) else [output_tokens]
     rng = random.Random(seed)
+    rates: list[float] | None = None
+    if stratified:
+        rates = lottery_rates(core, prompts, kind, content)
+        random.Random(f"order|{seed}").shuffle(rates)
     t = 0.0                                      # machine milliseconds
     sent = 0
     ttft: list[float] = []
@@ -88,7 +109,8 @@ def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int
     def send(now: float) -> None:
         nonlocal sent
         length = outs[sent % len(outs)]
-        r = _request(core, sent, input_tokens, length, kind, content, rng, now)
+        r = _request(core, sent, input_tokens, length, kind, content, rng, now,
+                     None if rates is None else rates[sent])
         r.cached_tokens = min(cached_tokens, max(0, input_tokens - 1))
         if max_new_tokens is not None:
             r.max_new_tokens, r.ignore_eos = max_new_tokens, False
@@ -119,6 +141,7 @@ def closed_loop(core: Core, *, prompts: int, concurrency: int, input_tokens: int
                 send(t)
     total = prompts * input_tokens + sum(done_out)
     return LoadResult(mean_ttft_ms=sum(ttft) / len(ttft), mean_tpot_ms=sum(tpot) / len(tpot),
+                      median_tpot_ms=statistics.median(tpot),
                       tokens_per_s=total / (t / 1000.0), most_running=most,
                       pool_tokens=core.limits.pool_tokens, duration_ms=t,
                       ttft_ms=tuple(ttft), tpot_ms=tuple(tpot), outputs=tuple(done_out))

@@ -9,7 +9,9 @@ import pytest
 
 from tuner_sim.calibrate import COOKBOOK_ARGV
 from tuner_sim.calibrate import COOKBOOK_DSPARK_ARGV
+from tuner_sim.calibrate import LOAD_PROMPTS
 from tuner_sim.calibrate import rows
+from tuner_sim.load import LoadResult
 from tuner_sim.load import closed_loop
 from tuner_sim.load import core_for
 from tuner_sim.perf import PerfModel
@@ -77,13 +79,14 @@ def test_a_batch_decodes_more_tokens_per_second_but_each_request_slower() -> Non
 
 def test_dspark_at_concurrency_16_is_capacity_bound_and_off_is_not() -> None:
     """The cookbook's point: at concurrency 16 DSPARK's pool runs fewer requests at once,
-    so its requests wait (long TTFT) while each decodes faster (short TPOT)."""
+    so its requests wait (long TTFT) while each decodes faster (short TPOT: bench_serving's
+    median, which the cookbook prints; the lottery's slow prompts lift DSPARK's mean)."""
     kw = dict(prompts=48, concurrency=16, input_tokens=8192, output_tokens=1024)
     off = closed_loop(core_for(COOKBOOK_ARGV, MACHINE, MODEL), **kw)
     ds = closed_loop(core_for(COOKBOOK_DSPARK_ARGV, MACHINE, MODEL), **kw)
     assert off.most_running == 16 and ds.most_running < 16
     assert ds.mean_ttft_ms > 2 * off.mean_ttft_ms
-    assert ds.mean_tpot_ms < off.mean_tpot_ms / 2
+    assert ds.median_tpot_ms < off.median_tpot_ms / 2
     roomier = [*COOKBOOK_DSPARK_ARGV, "--mem-fraction-static", "0.95"]
     assert closed_loop(core_for(roomier, MACHINE, MODEL), **kw).most_running > ds.most_running
 
@@ -91,5 +94,25 @@ def test_dspark_at_concurrency_16_is_capacity_bound_and_off_is_not() -> None:
 def test_the_concurrency_16_cells_are_checked_within_5_percent() -> None:
     cells = [r for r in rows() if "concurrency 16" in r.metric]
     checked = [r for r in cells if r.ok is not None]
-    assert len(checked) == 5, [r.metric for r in cells]
+    assert len(checked) == 6, [r.metric for r in cells]     # TPOT, TTFT, tok/s of both
     assert all(r.ok for r in checked), [(r.metric, r.error_pct) for r in checked]
+
+
+def _cookbook(argv: list[str], c: int) -> LoadResult:
+    return closed_loop(core_for(argv, MACHINE, MODEL), prompts=LOAD_PROMPTS[c], concurrency=c,
+                       input_tokens=8192, output_tokens=1024, stratified=True)
+
+
+def test_dspark_meets_its_published_median_tpot_and_throughput_together() -> None:
+    """The cookbook's DSPARK cells read as bench_serving prints them: the median request's
+    TPOT beside total tokens over the run's duration. The prompt lottery's slow tail lifts
+    the mean TPOT about 1.4x over the median at both concurrencies (what the published
+    TTFT and tok/s imply: 13.4 against 9.48 ms, 54.9 against 38.09 ms), so both numbers of
+    a cell are met at once; off, with no lottery, has its mean at its median."""
+    for c, tpot, tps in ((1, 9.48, 580), (16, 38.09, 1157)):
+        ds = _cookbook(COOKBOOK_DSPARK_ARGV, c)
+        assert ds.median_tpot_ms == pytest.approx(tpot, rel=0.05)
+        assert ds.tokens_per_s == pytest.approx(tps, rel=0.05)
+        assert 1.3 < ds.mean_tpot_ms / ds.median_tpot_ms < 1.55
+        off = _cookbook(COOKBOOK_ARGV, c)
+        assert off.mean_tpot_ms == pytest.approx(off.median_tpot_ms, rel=0.01)
