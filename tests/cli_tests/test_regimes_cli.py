@@ -34,7 +34,22 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
                str(tmp / "s.db"), "--study", "s", "--workdir", str(tmp / "runs"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "for four (4 users): #" in r.stdout
+    (tmp / "sweep.out").write_text(r.stdout)
     return tmp
+
+
+def test_the_sweep_and_the_report_say_where_the_budget_went(study: Path) -> None:
+    """Each launch records what it was proposed for: the baseline, the capacity screens
+    (batch 1's plan); every launch counted once, split between batch 1 and the regime."""
+    r = run_tuner(study, "report", "s", "--storage", str(study / "s.db"), "--json")
+    budget = json.loads(r.stdout)["budget"]
+    assert budget["launches"] == 4
+    assert set(budget["by_objective"]) == {"batch 1", "four"}
+    assert sum(sum(k.values()) for k in budget["by_objective"].values()) == 4
+    assert budget["by_objective"]["batch 1"]["baseline"] == 1
+    assert budget["by_objective"]["batch 1"].get("screen", 0) >= 1
+    said = " ".join((study / "sweep.out").read_text().split())
+    assert budget["text"] in said          # the sweep's last lines say the same
 
 
 def test_the_report_answers_each_regime(study: Path) -> None:
