@@ -72,10 +72,9 @@ def test_a_regimes_sampler_proposes_where_its_goodput_is_and_the_studys_where_ba
 def test_the_study_keeps_its_own_sampler_after_a_regimes_ask() -> None:
     study = _study(1)
     own = study.sampler
-    with pytest.raises(RuntimeError):
-        with RegimeSamplers(seed=0).asking(study, "sixteen"):
-            assert study.sampler is not own
-            raise RuntimeError("a failed ask")
+    with pytest.raises(RuntimeError), RegimeSamplers(seed=0).asking(study, "sixteen"):
+        assert study.sampler is not own
+        raise RuntimeError("a failed ask")
     assert study.sampler is own
 
 
