@@ -22,21 +22,19 @@ is shared between the objectives, and each launch's ``serves`` says which one it
 
 from __future__ import annotations
 
-from collections.abc import Container
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from typing import Any
 
 from tuner.study._record import regime_records
-from tuner.study._stand_ins import sampler_trials
+from tuner.study._stand_ins import _SamplerView
+from tuner.study._stand_ins import viewing_sampler
 
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.distributions import BaseDistribution
     from optuna.trial import FrozenTrial
-    from optuna.trial import TrialState
 
 
 def sla_slack(p95_tpot_ms: float | None, p95_ttft_s: float | None,
@@ -72,15 +70,13 @@ def in_regime(trial: FrozenTrial, regime: str) -> FrozenTrial:
         system_attrs=system_attrs, intermediate_values={})
 
 
-class _RegimeView:
+class _RegimeView(_SamplerView):
     """``study`` as one regime's sampler sees it: one objective, maximised (the goodput),
-    each finished trial through :func:`in_regime`; all else forwarded."""
+    each finished trial through :func:`in_regime`; all else as the study's sampler sees it."""
 
     def __init__(self, study: optuna.Study, regime: str) -> None:
-        self._study, self._regime = study, regime
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._study, name)
+        super().__init__(study)
+        self._regime = regime
 
     @property
     def directions(self) -> list[Any]:
@@ -95,19 +91,8 @@ class _RegimeView:
     def _is_multi_objective(self) -> bool:
         return False
 
-    def _get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None,
-                    use_cache: bool = False) -> list[Any]:
-        trials = [in_regime(t, self._regime) if t.state.name == "COMPLETE" else t
-                  for t in sampler_trials(self._study, use_cache=use_cache)]
-        return [t for t in trials if states is None or t.state in states]
-
-    def get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None
-                   ) -> list[Any]:
-        return self._get_trials(deepcopy=deepcopy, states=states)
-
-    @property
-    def trials(self) -> list[Any]:
-        return self._get_trials()
+    def _shown(self, trials: list[Any]) -> list[Any]:
+        return [in_regime(t, self._regime) if t.state.name == "COMPLETE" else t for t in trials]
 
     @property
     def best_trial(self) -> Any:
@@ -120,32 +105,8 @@ def regime_sampler(regime: str, seed: int | None) -> Any:
 
     inner: Any = optuna.samplers.TPESampler(seed=seed, n_startup_trials=10,
                                             multivariate=True, group=True)
-
-    class RegimeSampler(optuna.samplers.BaseSampler):
-        """Forwards the sampling calls to TPE with the study seen through _RegimeView."""
-
-        def __repr__(self) -> str:
-            return f"RegimeSampler({regime!r})"
-
-        def reseed_rng(self) -> None:
-            inner.reseed_rng()
-
-        def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> Any:
-            return inner.infer_relative_search_space(_RegimeView(study, regime), trial)
-
-        def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
-                            search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-            return inner.sample_relative(_RegimeView(study, regime), trial, search_space)
-
-        def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
-                               param_distribution: BaseDistribution) -> Any:
-            return inner.sample_independent(_RegimeView(study, regime), trial, param_name,
-                                            param_distribution)
-
-        def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-            inner.before_trial(_RegimeView(study, regime), trial)
-
-    return RegimeSampler()
+    return viewing_sampler(inner, lambda study: _RegimeView(study, regime), told=False,
+                           label=f"RegimeSampler({regime!r})")
 
 
 class RegimeSamplers:
@@ -162,8 +123,9 @@ class RegimeSamplers:
         if serves is None:
             yield
             return
-        kept = study.sampler
-        study.sampler = self.made.setdefault(serves, regime_sampler(serves, self.seed))
+        if serves not in self.made:
+            self.made[serves] = regime_sampler(serves, self.seed)
+        kept, study.sampler = study.sampler, self.made[serves]
         try:
             yield
         finally:

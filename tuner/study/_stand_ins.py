@@ -20,6 +20,7 @@ infeasible when its speculation collapsed. Optuna's samplers would otherwise ign
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Container
 from typing import TYPE_CHECKING
 from typing import Any
@@ -108,7 +109,7 @@ class _SamplerView:
                     use_cache: bool = False) -> list[Any]:
         import copy
 
-        trials = sampler_trials(self._study, use_cache=use_cache)
+        trials = self._shown(sampler_trials(self._study, use_cache=use_cache))
         if states is not None:
             trials = [t for t in trials if t.state in states]
         return copy.deepcopy(trials) if deepcopy else trials
@@ -121,40 +122,53 @@ class _SamplerView:
     def trials(self) -> list[Any]:
         return self._get_trials()
 
+    def _shown(self, trials: list[Any]) -> list[Any]:
+        """The trials as this view shows them (a subclass's own view: one regime's)."""
+        return trials
+
 
 def stand_in_sampler(inner: Any) -> Any:
     """``inner`` (an Optuna sampler) wrapped so that it sees failures as stand-ins."""
+    return viewing_sampler(inner, _SamplerView)
+
+
+def viewing_sampler(inner: Any, view: Callable[[optuna.Study], Any], *, told: bool = True,
+                    label: str | None = None) -> Any:
+    """``inner`` wrapped so that every call sees the study through ``view`` (a
+    :class:`_SamplerView`); ``told`` False: the trial's end is not forwarded (a sampler
+    whose view is not the study's objectives must write nothing to the trial)."""
     import optuna
 
     class StandInSampler(optuna.samplers.BaseSampler):
-        """Forwards every call to ``inner`` with the study seen through _SamplerView."""
+        """Forwards every call to ``inner`` with the study seen through ``view``."""
 
         def __init__(self) -> None:
             self.inner = inner
 
         def __repr__(self) -> str:
-            return f"StandInSampler({self.inner!r})"
+            return label or f"StandInSampler({self.inner!r})"
 
         def reseed_rng(self) -> None:
             self.inner.reseed_rng()
 
         def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> Any:
-            return self.inner.infer_relative_search_space(_SamplerView(study), trial)
+            return self.inner.infer_relative_search_space(view(study), trial)
 
         def sample_relative(self, study: optuna.Study, trial: FrozenTrial,
                             search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-            return self.inner.sample_relative(_SamplerView(study), trial, search_space)
+            return self.inner.sample_relative(view(study), trial, search_space)
 
         def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                                param_distribution: BaseDistribution) -> Any:
-            return self.inner.sample_independent(_SamplerView(study), trial, param_name,
+            return self.inner.sample_independent(view(study), trial, param_name,
                                                  param_distribution)
 
         def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-            self.inner.before_trial(_SamplerView(study), trial)
+            self.inner.before_trial(view(study), trial)
 
         def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
                         values: Sequence[float] | None) -> None:
-            self.inner.after_trial(_SamplerView(study), trial, state, values)
+            if told:
+                self.inner.after_trial(view(study), trial, state, values)
 
     return StandInSampler()
