@@ -23,7 +23,9 @@
 # with those --set values; estimates LAUNCH_S seconds a launch, LAUNCH_S_<model> for one model;
 # the version line is printed once per $WORK), init-oom-probe (the generated baseline of
 # OOM_MODEL launched by hand at OOM_FRACTION, above init's bound: where the memory went).
-# sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's).
+# sweep and profile take the space in SWEEP_SPACE (default: the tiny Qwen3-MoE's). The init
+# parts write for the machine profile in MACHINE (default: h100 when nvidia-smi names an H100,
+# else h200); their spaces are $WORK/init/MODEL-MACHINE.yaml.
 #
 # Needs the H200 kit's wheels (SGLang 0.5.17 and what the image lacks) in $KIT/p1 and
 # $KIT/p2 and the tuner's own missing dependencies (optuna, sqlalchemy, alembic, mako,
@@ -35,6 +37,9 @@ PARTS=("$@")
 KIT=${KIT:-/tmp/kit}; SITE=${SITE:-/tmp/site}; MODELS=/tmp/tuner-tiny
 OUTD=${OUT:-/tmp/out}; WORK=/tmp/work; mkdir -p "$OUTD" "$WORK"
 LOG=$OUTD/h200.log
+# the machine profile `tuner init` writes for (MACHINE; default: the card nvidia-smi names)
+MC=${MACHINE:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 \
+  | grep -q H100 && echo h100 || echo h200)}
 say() { echo "== $*" | tee -a "$LOG"; }
 
 if [ ! -f "$SITE/.ok" ]; then
@@ -55,9 +60,11 @@ command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
 tuner() { python3 -c 'import sys; sys.argv[0] = "tuner"; from tuner.cli.main import main; main()' "$@"; }
 [ -f $WORK/.versions ] || python3 -c 'import sys, torch, sglang, transformers; print(sys.version.split()[0], "torch",
-torch.__version__, torch.cuda.get_device_name(0), "sglang", sglang.__version__,
+torch.__version__, torch.cuda.get_device_name(0),
+round(torch.cuda.get_device_properties(0).total_memory / 2**30, 2), "GiB", "sglang", sglang.__version__,
 "transformers", transformers.__version__)' > $WORK/.versions 2>&1
 tee -a "$LOG" < $WORK/.versions
+say "machine profile: $MC"
 
 # the tiny models the parts need (TINY: which; default all)
 for m in ${TINY:-qwen3moe dsv3 qwen3}; do
@@ -100,7 +107,7 @@ launched() {  # TrialResults a model's init sweep has written so far
   grep -l '"tuner_version"' $WORK/init-artifacts-$1/* 2>/dev/null | wc -l
 }
 init_sweep() {  # MODEL TRIALS: sweep tuner init's space of MODEL as written, then its reports
-  local m=$1 n=$2 S=$WORK/init/$1-h200.yaml N=$1-h200 DB="sqlite:///$WORK/init-$1.db"
+  local m=$1 n=$2 S=$WORK/init/$1-$MC.yaml N=$1-$MC DB="sqlite:///$WORK/init-$1.db"
   say "sweep $N: $n trials, synthetic workload"
   tuner sweep $S $T --trials $n --hours ${HOURS:-0.1} --ray-address none --seed 1 \
     --workload synthetic --questions ${QUESTIONS:-6} --final-questions 0 --storage "$DB" \
@@ -228,13 +235,13 @@ init)
   INIT=$WORK/init; mkdir -p $INIT
   for m in ${INIT_MODELS:-qwen3moe dsv3 qwen3next}; do
     say "tuner init $m"
-    tuner init $MODELS/$m --machine h200 --out $INIT/$m-h200.yaml --force 2>&1 | tee -a "$LOG"
+    tuner init $MODELS/$m --machine $MC --out $INIT/$m-$MC.yaml --force 2>&1 | tee -a "$LOG"
     cp $MODELS/$m/config.json $INIT/$m-config.json
     python3 -c 'import sys; from safetensors import safe_open
 ks = list(safe_open(sys.argv[1] + "/model.safetensors", "pt").keys())
 print(sys.argv[1], len(ks), "tensors,", sum(k.startswith("mtp.") for k in ks), "mtp.*")' \
       $MODELS/$m 2>&1 | tee -a "$LOG"
-    tuner plan $INIT/$m-h200.yaml 2>&1 | sed -n 1,4p | tee -a "$LOG"
+    tuner plan $INIT/$m-$MC.yaml 2>&1 | sed -n 1,4p | tee -a "$LOG"
   done
   ;;
 init-controls)
@@ -242,7 +249,7 @@ init-controls)
   n=0; PIDS=""
   for m in qwen3moe dsv3; do
     n=$((n + 1))
-    tuner plan $WORK/init/$m-h200.yaml --port $((30140 + n)) --json > $WORK/init/plan-$m.json
+    tuner plan $WORK/init/$m-$MC.yaml --port $((30140 + n)) --json > $WORK/init/plan-$m.json
     python3 - $WORK/init/plan-$m.json > $WORK/init/control-$m.argv <<'PY'
 import json, sys
 argv = json.load(open(sys.argv[1]))["argv"]
@@ -285,7 +292,7 @@ init-queue)
     say "queue: $item (~${est}s of ${left}s left)"
     if [ $kind = sweep ]; then init_sweep $m $name; continue; fi
     SETS=(); IFS=, read -ra KV <<< "$sets"; for kv in "${KV[@]}"; do SETS+=(--set "$kv"); done
-    tuner trial $WORK/init/$m-h200.yaml $T --no-check-engine --workload synthetic \
+    tuner trial $WORK/init/$m-$MC.yaml $T --no-check-engine --workload synthetic \
       --questions ${QUESTIONS:-6} "${SETS[@]}" --out $WORK/init/trial-$m-$name.json \
       >> "$LOG" 2>&1
     summary $WORK/init/trial-$m-$name.json
@@ -297,7 +304,7 @@ init-oom-probe)
   # (default 0.91, above the bound init now writes): where the memory outside the fraction
   # went (SGLang's pool and "avail mem" lines, the allocation that failed)
   m=${OOM_MODEL:-qwen3next}
-  tuner plan $WORK/init/$m-h200.yaml --port 30160 --json > $WORK/init/plan-$m-oom.json
+  tuner plan $WORK/init/$m-$MC.yaml --port 30160 --json > $WORK/init/plan-$m-oom.json
   mapfile -t ARGV < <(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["argv"]; i = a.index("--mem-fraction-static"); a[i + 1] = sys.argv[2]; print("\n".join(a))' $WORK/init/plan-$m-oom.json ${OOM_FRACTION:-0.91})
   say "oom probe $m: ${ARGV[*]}"
   timeout ${OOM_S:-150} "${ARGV[@]}" > $WORK/init/oom-$m.log 2>&1
@@ -310,7 +317,7 @@ init-diagnose)
   # kernel-avoiding flags added each, all at once (pool capped so that they share the GPU)
   m=${DIAG_MODEL:-qwen3moe}
   [ "$(cat $WORK/init/sweep-$m.rc 2>/dev/null)" = 0 ] && { say "diagnose: $m's sweep ran"; continue; }
-  tuner plan $WORK/init/$m-h200.yaml --json > $WORK/init/plan-$m.json
+  tuner plan $WORK/init/$m-$MC.yaml --json > $WORK/init/plan-$m.json
   mapfile -t BASE < <(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["argv"]; i = a.index("--port"); print("\n".join(a[:i] + a[i + 2:]))' $WORK/init/plan-$m.json)
   n=0; PIDS=""
   for V in "none" "--sampling-backend pytorch" "--cuda-graph-backend-decode disabled" \

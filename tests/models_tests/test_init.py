@@ -6,6 +6,7 @@ it refuses in one located line, writing nothing."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ from tuner.models import plan_memory
 from tuner.models import read_draft
 from tuner.models import read_model
 from tuner.models import write_space
+from tuner.models._machines import sglang_auto_fraction
 from tuner.space import SearchSpace
 from tuner.space import load_space
 from tuner.space import parse_space
@@ -71,6 +73,8 @@ def knob(space: SearchSpace, name: str) -> Any:
 # (fixture, init options, what its space must hold)
 CASES = [
     ("qwen3-30b-a3b", ["--machine", "h200"], {
+        "moe_backend": ["auto", "triton_kernel"], "speculative": None, "tp": None}),
+    ("qwen3-30b-a3b", ["--machine", "h100"], {
         "moe_backend": ["auto", "triton_kernel"], "speculative": None, "tp": None}),
     ("qwen3-30b-a3b", ["--machine", "dgx-spark"], {
         "moe_backend": None, "speculative": None, "tp": None}),
@@ -266,7 +270,8 @@ def test_what_is_not_understood_is_refused_in_one_located_line(
 @pytest.mark.parametrize(("args", "says"), [
     (["--machine", "dgx-spark"], "do not fit 1 x 119 GiB on dgx-spark"),
     (["--machine", "h200"], "try --gpus (up to 8)"),
-    (["--machine", "h100"], "--machine 'h100': unknown machine"),
+    (["--machine", "b200"],
+     "--machine 'b200': unknown machine; expected one of dgx-spark, h100, h200"),
     (["--machine", "h200", "--gpus", "9"], "--gpus 9: h200 holds 1 to 8 GPUs"),
     (["--machine", "h200", "--gpus", "8", "--draft", str(FIXTURES / "deepseek-v3")],
      "'DeepseekV3ForCausalLM' is not a draft tuner init understands"),
@@ -310,6 +315,35 @@ def test_a_short_sweep_runs_on_the_generated_ling_space(tmp_path: Path) -> None:
         timeout=600, cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
     assert "6 configurations" in sweep.stdout and "the pick #" in sweep.stdout
+
+
+def test_an_h100_space_bounds_the_fraction_for_80_gb_and_sweeps_on_its_twin(
+        tmp_path: Path) -> None:
+    """The H100 profile: SGLang's automatic fraction for an 80 GB card (0.84) as the
+    baseline, under a cap that leaves about 10 GB (0.88), and the simulator's own H100
+    machine (the H200's chip with 80 GB at 3.35 TB/s) runs the generated space."""
+    from tuner_sim.profiles import load_machine
+
+    proc, out = init(tmp_path, FIXTURES / "qwen3-30b-a3b", "--machine", "h100")
+    assert proc.returncode == 0, proc.stderr
+    space = load_space(out)
+    assert space.spec.machine.id == "h100"
+    auto = round(sglang_auto_fraction(machine("h100")), 2)
+    assert space.spec.baseline["mem_fraction"] == auto == 0.84
+    assert knob(space, "mem_fraction").high == machine("h100").fraction_cap == 0.88
+    twin = load_machine("h100")
+    assert (twin.memory_gib, twin.bandwidth_gbs) == (
+        machine("h100").memory_gib, machine("h100").bandwidth_gbs)
+    sweep = subprocess.run(tuner_argv(
+        "sweep", str(out), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--storage",
+        str(tmp_path / "s.db"), "--trials", "4", "--questions", "6", "--time-scale", "300",
+        "--seed", "3", "--workdir", str(tmp_path / "runs")), capture_output=True, text=True,
+        timeout=600, cwd=tmp_path)
+    assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
+    said = " ".join(sweep.stdout.split())         # rich wraps at the terminal's width
+    assert "sweep qwen3-30b-a3b-h100 on simulated h100" in said, said
+    assert re.search(r"(\d) configurations: \1 feasible", said) and "the pick #" in said
+    assert "DERIVED twin" in said
 
 
 @pytest.mark.parametrize(("name", "tensors", "layers"), [

@@ -10,7 +10,7 @@ import typer
 
 def init(
     model: Path = typer.Argument(..., help="checkpoint folder (or its config.json)"),
-    machine: str = typer.Option(..., "--machine", help="machine profile: dgx-spark or h200"),
+    machine: str = typer.Option(..., "--machine", help="machine profile: dgx-spark, h100 or h200"),
     out: Path = typer.Option(None, "--out", help="file to write (default: "
                              "MODEL-MACHINE.yaml in the current folder)"),
     draft: list[Path] = typer.Option(None, "--draft", metavar="PATH", help="an external "

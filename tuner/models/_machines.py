@@ -2,7 +2,8 @@
 
 The simulator keeps its own (``tuner_sim/profiles/machines/``); the tool never imports it,
 so the facts a space needs are written here once, each with its source. A space names its
-machine by ``machine.id``, as the shipped ones do (``dgx-spark``, ``h200``).
+machine by ``machine.id``, as the shipped ones do (``dgx-spark``, ``h200``); ``h100`` is
+the same chip with 80 GB.
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ MACHINES: dict[str, Machine] = {
         max_gpus=1,
         source="docs/field-facts.md (The machine); 128 GB LPDDR5X unified, 119 GiB visible "
                "to CUDA, 273 GB/s"),
+    "h100": Machine(
+        id="h100", gpu="NVIDIA H100", compute_capability=(9, 0), memory_gib=79.2,
+        bandwidth_gbs=3350.0, unified_memory=False, fraction_cap=0.88,
+        cap_reason="leave about 10 GB for activations and the CUDA context on an 80 GB "
+                   "card, as SGLang's own automatic value does",
+        fraction_default=None,
+        default_reason="SGLang's automatic value for a card over 60 GB (10 GB reserved, "
+                       "arg_groups/memory_hook.py), held under this machine's cap",
+        max_gpus=8,
+        source="docs/real-sglang-h200.md (H100 80GB HBM3: 81,559 MiB, 79.2 GiB visible to "
+               "CUDA, 3.35 TB/s)"),
     "h200": Machine(
         id="h200", gpu="NVIDIA H200", compute_capability=(9, 0), memory_gib=139.8,
         bandwidth_gbs=4800.0, unified_memory=False, fraction_cap=0.92,
