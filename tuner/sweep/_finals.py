@@ -5,8 +5,10 @@ launches taken after it was chosen.
 Finalists: the feasible configurations whose TPOT interval overlaps the best one's (the
 fastest ``max_finalists``). The last ``share`` of the trial budget (or of ``--hours``) is
 theirs: first a **race** (one launch at a time, always to the finalist with the fewest
-race launches; ranked by the mean over all their launches; a finalist whose mean trails
-the fastest's by two standard errors of the difference leaves it), then **confirmation**
+race launches; ranked by a TPOT borrowed from each one's priced one-move neighbours as
+well as its own launches, :mod:`tuner.sweep._borrowed`, which also chooses the finalists;
+a finalist that trails the fastest by two standard errors of the difference of their own
+launches leaves it), then **confirmation**
 launches of the race's leader. When the search has nothing left worth a launch before
 that (:meth:`Finals.start_now`), the finals start then and race over the rest of the
 budget; once decided and confirmed the sweep ends. The search's own re-measurements of its
@@ -33,12 +35,14 @@ served (:func:`tuner.study.largest_capacity`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from tuner.space import SearchSpace
 from tuner.study import Role
 from tuner.study import TrialSummary
+from tuner.study.pooled import Estimate
 from tuner.study.pooled import behind_within_noise
 from tuner.study.pooled import feasible_estimates
 from tuner.sweep._final_sample import MIN_FINAL_LAUNCHES
@@ -88,7 +92,10 @@ class Finals:
     def __init__(self, *, trials: int | None, hours: float | None, share: float,
                  max_finalists: int | None = None, ladder: list[dict[str, Any]] | None = None,
                  questions: int = 0, final_questions: int | None = None,
-                 numerics: Callable[[dict[str, Any]], int] | None = None) -> None:
+                 numerics: Callable[[dict[str, Any]], int] | None = None,
+                 borrow: Callable[..., dict[int, float]] | None = None) -> None:
+        #: the ranking estimate (:mod:`tuner.sweep._borrowed`); None: each own mean
+        self.borrow = borrow
         self.max_finalists = max_finalists or self.MAX_FINALISTS
         self.numerics = numerics or (lambda config: 0)
         self.ladder = ladder or []
@@ -117,7 +124,10 @@ class Finals:
     @classmethod
     def for_space(cls, space: SearchSpace, **kw: Any) -> Finals:
         """The finals of a sweep of ``space``: its capacity ladder and numerics count."""
-        return cls(ladder=capacity_ladder(space), numerics=numerics_changes(space), **kw)
+        from tuner.sweep._borrowed import borrowing
+
+        return cls(ladder=capacity_ladder(space), numerics=numerics_changes(space),
+                   borrow=borrowing(space), **kw)
 
     def due(self, *, trials: int | None, launched: int, elapsed_s: float,
             rows: list[TrialSummary] | None = None) -> bool:
@@ -189,8 +199,9 @@ class Finals:
             self.leader = None      # gated on the final sample: the next finalist leads
         if self.finalists is not None:
             self.finalists = [n for n in self.finalists if n in est] or None
+        rank = self._rank(rows, est)
         if self.finalists is None:
-            cands = sorted(est.values(), key=lambda e: e.tpot_ms)
+            cands = sorted(est.values(), key=lambda e: rank[e.number])
             if not cands:
                 return None
             self.finalists = [e.number for e in cands if e.overlaps(cands[0])][
@@ -202,12 +213,12 @@ class Finals:
         else:
             racing = not (self.confirm_from and self.hours and elapsed_s >= self.hours * 3600
                           - self._window(rows, 1 - self.confirm_from, 1))
-        alive = self._contending(est)
+        alive = self._contending(est, rank)
         if self.leader is None and racing and len(alive) > 1:
-            number = min(alive, key=lambda n: (raced.get(n, 0), est[n].pooled_ms))
+            number = min(alive, key=lambda n: (raced.get(n, 0), rank[n]))
             return number, False, None
         if self.leader is None:
-            self.leader = self._lead(rows, est)
+            self.leader = self._lead(rows, est, rank)
         if self.early and self._confirmed(rows) + 1 >= self._confirm_share():
             self.settled = True             # this is the last confirmation
         return self.leader, True, self._held(rows, self.leader)
@@ -221,34 +232,45 @@ class Finals:
     #: leaves the race (its launches go to those still in contention)
     OUT_OF_RACE_SE = 2.0
 
-    def _contending(self, est: dict[int, Any]) -> list[int]:
-        """The finalists still in the race: those whose pooled mean trails the fastest
+    def _rank(self, rows: list[TrialSummary], est: dict[int, Any]) -> dict[int, float]:
+        """Trial number -> the TPOT the finals rank it by: borrowed from its priced
+        neighbours (:mod:`tuner.sweep._borrowed`) where the space allows, else its mean."""
+        if not self.borrow or not est:
+            return {n: e.pooled_ms for n, e in est.items()}
+        configs = {s.number: s.config for s in rows if s.number in est}
+        return self.borrow(configs, est, list(est))
+
+    def _contending(self, est: dict[int, Any], rank: dict[int, float]) -> list[int]:
+        """The finalists still in the race: those whose ranking TPOT trails the fastest
         finalist's by less than :attr:`OUT_OF_RACE_SE` standard errors of the difference
         (the launches' spread pooled over every configuration launched twice or more;
         every finalist while none was)."""
         assert self.finalists is not None
-        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: est[n].pooled_ms)
+        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: rank[n])
         if not ranked:
             return []
         spread = list(est.values())
         if not any(len(e.readings) > 1 for e in spread):
             return ranked                       # nothing says what noise is yet
+        at = _at_rank(est, rank)
         return [n for n in ranked if n == ranked[0] or behind_within_noise(
-            est[n], est[ranked[0]], spread, self.OUT_OF_RACE_SE)]
+            at[n], at[ranked[0]], spread, self.OUT_OF_RACE_SE)]
 
-    def _lead(self, rows: list[TrialSummary], est: dict[int, Any]) -> int:
-        """The finalist to confirm: the fastest by pooled mean, unless one with fewer
-        numerics changes trails it by less than one standard error of the difference."""
+    def _lead(self, rows: list[TrialSummary], est: dict[int, Any], rank: dict[int, float]
+              ) -> int:
+        """The finalist to confirm: the fastest by the ranking (:meth:`_rank`), unless one
+        with fewer numerics changes trails it there by less than one standard error of the
+        difference of their own launches."""
         assert self.finalists is not None
-        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: est[n].pooled_ms)
+        ranked = sorted((n for n in self.finalists if n in est), key=lambda n: rank[n])
         if not ranked:
             return self.finalists[0]
         fastest = ranked[0]
-        spread = [est[n] for n in ranked]
+        spread, at = [est[n] for n in ranked], _at_rank(est, rank)
         close = [n for n in ranked if n == fastest
-                 or behind_within_noise(est[n], est[fastest], spread, self.NUMERICS_SE)]
+                 or behind_within_noise(at[n], at[fastest], spread, self.NUMERICS_SE)]
         configs = {s.number: s.config for s in rows}
-        return min(close, key=lambda n: (self.numerics(configs.get(n, {})), est[n].pooled_ms))
+        return min(close, key=lambda n: (self.numerics(configs.get(n, {})), rank[n]))
 
     def _held(self, rows: list[TrialSummary], leader: int) -> dict[str, Any] | None:
         """The capacity setting of the next confirmation of ``leader``: the space's cap
@@ -272,3 +294,10 @@ class Finals:
 
     def _confirm_share(self) -> int:
         return max(1, self.planned_reserve // 3)
+
+
+def _at_rank(est: dict[int, Estimate], rank: dict[int, float]) -> dict[int, Estimate]:
+    """The estimates with their means at the finals' ranking TPOT (their launches and so
+    their standard errors unchanged): how far one trails another is judged on the ranking
+    the finals use."""
+    return {n: dataclasses.replace(e, tpot_ms=rank.get(n, e.tpot_ms)) for n, e in est.items()}
