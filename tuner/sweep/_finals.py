@@ -7,8 +7,8 @@ fastest ``max_finalists``). The last ``share`` of the trial budget (or of ``--ho
 theirs: first a **race** (one launch at a time, always to the finalist with the fewest
 race launches; ranked by a TPOT borrowed from each one's priced one-move neighbours as
 well as its own launches, :mod:`tuner.sweep._borrowed`, which also chooses the finalists;
-a finalist that trails the fastest by two standard errors of the difference of their own
-launches leaves it), then **confirmation**
+a finalist that trails the fastest on that ranking by two standard errors of the
+difference of their own launches leaves it), then **confirmation**
 launches of the race's leader. When the search has nothing left worth a launch before
 that (:meth:`Finals.start_now`), the finals start then and race over the rest of the
 budget; once decided and confirmed the sweep ends. The search's own re-measurements of its
@@ -123,7 +123,8 @@ class Finals:
 
     @classmethod
     def for_space(cls, space: SearchSpace, **kw: Any) -> Finals:
-        """The finals of a sweep of ``space``: its capacity ladder and numerics count."""
+        """The finals of a sweep of ``space``: its capacity ladder, numerics count and the
+        moves its ranking borrows across."""
         from tuner.sweep._borrowed import borrowing
 
         return cls(ladder=capacity_ladder(space), numerics=numerics_changes(space),
