@@ -304,16 +304,22 @@ def test_a_config_json_path_is_the_same_as_its_folder(tmp_path: Path) -> None:
         read_model(tmp_path / "nothing")
 
 
+def _sim_sweep(tmp_path: Path, space: Path, trials: int) -> subprocess.CompletedProcess[str]:
+    """A short sweep of ``space`` on the simulator (time scale 300, seed 3) that exited 0."""
+    sweep = subprocess.run(tuner_argv(
+        "sweep", str(space), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--storage",
+        str(tmp_path / "s.db"), "--trials", str(trials), "--questions", "6", "--time-scale",
+        "300", "--seed", "3", "--workdir", str(tmp_path / "runs")), capture_output=True,
+        text=True, timeout=600, cwd=tmp_path)
+    assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
+    return sweep
+
+
 @pytest.mark.slow
 def test_a_short_sweep_runs_on_the_generated_ling_space(tmp_path: Path) -> None:
     proc, out = init(tmp_path, LING, "--machine", "dgx-spark", "--draft", str(DSPARK))
     assert proc.returncode == 0, proc.stderr
-    sweep = subprocess.run(tuner_argv(
-        "sweep", str(out), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--storage",
-        str(tmp_path / "s.db"), "--trials", "6", "--questions", "6", "--time-scale", "300",
-        "--seed", "3", "--workdir", str(tmp_path / "runs")), capture_output=True, text=True,
-        timeout=600, cwd=tmp_path)
-    assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
+    sweep = _sim_sweep(tmp_path, out, trials=6)
     assert "6 configurations" in sweep.stdout and "the pick #" in sweep.stdout
 
 
@@ -334,12 +340,7 @@ def test_an_h100_space_bounds_the_fraction_for_80_gb_and_sweeps_on_its_twin(
     twin = load_machine("h100")
     assert (twin.memory_gib, twin.bandwidth_gbs) == (
         machine("h100").memory_gib, machine("h100").bandwidth_gbs)
-    sweep = subprocess.run(tuner_argv(
-        "sweep", str(out), "--engine", "sim", "--gsm8k", str(GSM8K_DIR), "--storage",
-        str(tmp_path / "s.db"), "--trials", "4", "--questions", "6", "--time-scale", "300",
-        "--seed", "3", "--workdir", str(tmp_path / "runs")), capture_output=True, text=True,
-        timeout=600, cwd=tmp_path)
-    assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
+    sweep = _sim_sweep(tmp_path, out, trials=4)
     said = " ".join(sweep.stdout.split())         # rich wraps at the terminal's width
     assert "sweep qwen3-30b-a3b-h100 on simulated h100" in said, said
     assert re.search(r"(\d) configurations: \1 feasible", said) and "the pick #" in said

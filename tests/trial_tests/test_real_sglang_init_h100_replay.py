@@ -18,21 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.trial_tests.test_real_sglang_init_replay import DSA_0517
-from tests.trial_tests.test_real_sglang_init_replay import _checkpoint
-from tests.trial_tests.test_real_sglang_init_replay import _h200_caps
-from tests.trial_tests.test_real_sglang_init_replay import _stand_in_source
-from tuner.engines import make_engine
+from tests.trial_tests.test_real_sglang_init_rerun_replay import planned_today_and_confirmed
+from tests.trial_tests.test_real_sglang_init_rerun_replay import ran_as_init_writes_today
 from tuner.models import machine
 from tuner.models import read_model
-from tuner.models import write_space
 from tuner.models._memory import BOOKKEEPING_BYTES_PER_TOKEN
 from tuner.models._memory import OUTSIDE_GIB
 from tuner.models._memory import kv_bytes_per_token
 from tuner.space import load_space
-from tuner.space import parse_space
 from tuner.trial import TrialResult
-from tuner.trial._evidence import effect_check
 
 
 INIT = Path(__file__).resolve().parents[1] / "fixtures" / "real_sglang_h200" / "init"
@@ -56,14 +50,7 @@ def test_the_run_was_on_an_h100_whose_memory_the_profile_states() -> None:
 @pytest.mark.parametrize("model", ["qwen3moe", "qwen3next"])
 def test_the_spaces_that_ran_are_what_todays_init_writes_for_the_h100_stand_in(
         tmp_path: Path, model: str) -> None:
-    ran = load_space(HERE / f"{model}-h100.yaml")
-    caps = _h200_caps(_stand_in_source(tmp_path, DSA_0517))
-    today = parse_space(write_space(read_model(_checkpoint(tmp_path, model)), machine("h100"),
-                                    caps, drafts=[], engine_version="0.5.17"))
-    assert {n: k.model_dump() for n, k in ran.spec.knobs.items()} == {
-        n: k.model_dump() for n, k in today.spec.knobs.items()}
-    assert dict(ran.spec.fixed_flags) == dict(today.spec.fixed_flags)
-    assert ran.spec.baseline == today.spec.baseline
+    ran = ran_as_init_writes_today(tmp_path, HERE / f"{model}-h100.yaml", model, "h100")
     # SGLang 0.5.23's automatic fraction for an 80 GB card, under the H100's cap
     assert ran.spec.baseline["mem_fraction"] == 0.84
     high = ran.spec.knobs["mem_fraction"].high
@@ -72,17 +59,7 @@ def test_the_spaces_that_ran_are_what_todays_init_writes_for_the_h100_stand_in(
 
 @pytest.mark.parametrize("path", TRIALS, ids=lambda p: p.stem)
 def test_each_launch_planned_today_and_confirmed_by_the_real_server_info(path: Path) -> None:
-    r = _load(path)
-    assert r.status == "ok" and not r.simulated and r.plan.engine_version == "0.5.17"
-    space = load_space(HERE / f"{r.space}.yaml")
-    engine = make_engine("sglang")
-    plan = engine.plan(space, engine.resolve(space, r.config), host=r.plan.host,
-                       port=r.plan.port)
-    assert plan.argv == r.plan.argv and plan.env == r.plan.env
-    checks = effect_check(r.plan.evidence, r.server_info, "")
-    assert [(c.knob, c.verdict) for c in checks] == [(c.knob, c.verdict) for c in r.effect]
-    assert {c.verdict for c in checks} == {"confirmed"}
-    assert {c.knob for c in checks} >= set(r.config)
+    planned_today_and_confirmed(path)
 
 
 def test_the_sweep_of_the_space_as_written_ran_and_reported() -> None:

@@ -28,6 +28,7 @@ from tuner.models import write_space
 from tuner.models._memory import BOOKKEEPING_BYTES_PER_TOKEN
 from tuner.models._memory import OUTSIDE_GIB
 from tuner.models._memory import kv_bytes_per_token
+from tuner.space import SearchSpace
 from tuner.space import load_space
 from tuner.space import parse_space
 from tuner.trial import TrialResult
@@ -48,14 +49,7 @@ def test_the_spaces_that_ran_are_what_todays_init_writes_stand_in(
         tmp_path: Path, model: str) -> None:
     """The spaces tuner init wrote on the H200 (the real installation) have the knobs,
     bounds, baseline and fixed flags today's init writes given a stand-in for it."""
-    ran = load_space(HERE / f"{model}-h200.yaml")
-    caps = _h200_caps(_stand_in_source(tmp_path, DSA_0517))
-    today = parse_space(write_space(read_model(_checkpoint(tmp_path, model)), machine("h200"),
-                                    caps, drafts=[], engine_version="0.5.17"))
-    assert {n: k.model_dump() for n, k in ran.spec.knobs.items()} == {
-        n: k.model_dump() for n, k in today.spec.knobs.items()}
-    assert dict(ran.spec.fixed_flags) == dict(today.spec.fixed_flags)
-    assert ran.spec.baseline == today.spec.baseline
+    ran = ran_as_init_writes_today(tmp_path, HERE / f"{model}-h200.yaml", model, "h200")
     assert ran.spec.fixed_flags["--cuda-graph-backend-decode"] == "disabled"
     if model == "qwen3next":
         assert ran.spec.knobs["mem_fraction"].high == 0.87 == ran.spec.baseline["mem_fraction"]
@@ -63,11 +57,29 @@ def test_the_spaces_that_ran_are_what_todays_init_writes_stand_in(
         assert "moe_backend" not in ran.spec.knobs
 
 
-@pytest.mark.parametrize("path", TRIALS, ids=lambda p: p.stem)
-def test_each_launch_planned_today_and_confirmed_by_the_real_server_info(path: Path) -> None:
+def ran_as_init_writes_today(tmp_path: Path, space: Path, model: str, machine_id: str
+                             ) -> SearchSpace:
+    """The space tuner init wrote on the GPU machine, checked against what today's init
+    writes for ``model`` on ``machine_id`` with a stand-in for that installation: the same
+    knobs, fixed flags and baseline."""
+    ran = load_space(space)
+    caps = _h200_caps(_stand_in_source(tmp_path, DSA_0517))
+    today = parse_space(write_space(read_model(_checkpoint(tmp_path, model)),
+                                    machine(machine_id), caps, drafts=[],
+                                    engine_version="0.5.17"))
+    assert {n: k.model_dump() for n, k in ran.spec.knobs.items()} == {
+        n: k.model_dump() for n, k in today.spec.knobs.items()}
+    assert dict(ran.spec.fixed_flags) == dict(today.spec.fixed_flags)
+    assert ran.spec.baseline == today.spec.baseline
+    return ran
+
+
+def planned_today_and_confirmed(path: Path) -> None:
+    """A recorded launch (its space beside it) is the plan today's adapter makes, and the
+    real /server_info it recorded confirms every knob of it."""
     r = _load(path)
     assert r.status == "ok" and not r.simulated and r.plan.engine_version == "0.5.17"
-    space = load_space(HERE / f"{r.space}.yaml")
+    space = load_space(path.parent / f"{r.space}.yaml")
     engine = make_engine("sglang")
     config = engine.resolve(space, r.config)
     plan = engine.plan(space, config, host=r.plan.host, port=r.plan.port)
@@ -76,6 +88,11 @@ def test_each_launch_planned_today_and_confirmed_by_the_real_server_info(path: P
     assert [(c.knob, c.verdict) for c in checks] == [(c.knob, c.verdict) for c in r.effect]
     assert {c.verdict for c in checks} == {"confirmed"}
     assert {c.knob for c in checks} >= set(r.config)          # every knob of the launch
+
+
+@pytest.mark.parametrize("path", TRIALS, ids=lambda p: p.stem)
+def test_each_launch_planned_today_and_confirmed_by_the_real_server_info(path: Path) -> None:
+    planned_today_and_confirmed(path)
 
 
 def test_what_the_rerun_proved() -> None:
