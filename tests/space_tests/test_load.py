@@ -96,6 +96,10 @@ CASES = [
      "knobs.mem_fraction.role", "cannot have a 'when'"),
     ("a knob depending on a capacity knob", _set("knobs/spec_steps/when", {"mem_fraction": 0.6}),
      "knobs.spec_steps.when.mem_fraction", "capacity knob"),
+    ("a lossy value outside the knob's domain", _set("knobs/lm_head/lossy_values", ["fp4"]),
+     "knobs.lm_head.lossy_values[0]", "'fp4' is not a value of knob 'lm_head'"),
+    ("lossy values on a lossless knob", _set("knobs/dspark_block_size/lossy_values", [4]),
+     "knobs.dspark_block_size.lossy_values", "a lossless or capacity knob"),
 ]
 
 

@@ -272,7 +272,8 @@ def test_a_finalist_with_fewer_numerics_changes_leads_only_within_noise() -> Non
     w4a8 = {**best, "humming_activation": "fp8"}
     fp32_head = {**best, "lm_head": "fp32"}
     count = numerics_changes(space)
-    assert [count(c) for c in (space.complete({}), best, w4a8, fp32_head)] == [0, 2, 3, 1]
+    # Humming's kernel keeps the precision; the FP8 head and W4A8 activation lose some
+    assert [count(c) for c in (space.complete({}), best, w4a8, fp32_head)] == [0, 1, 2, 0]
 
     def lead(mine: list[float], other: list[float], other_config: dict) -> str:
         rows = [_row(0, 30.0, Role.BASELINE), dataclasses.replace(_row(1, mine[0]), config=best),
@@ -292,6 +293,12 @@ def test_a_finalist_with_fewer_numerics_changes_leads_only_within_noise() -> Non
     # the FP32 head (one change fewer) trails the FP8 head by 5% on two or three launches:
     # the intervals overlap, yet the lead is more than a standard error (seed 112)
     assert lead([15.2, 16.07, 14.93], [15.77, 16.7], fp32_head) == "best"
+    # noisy launches: 3.4% behind is within one standard error, but more than the finals
+    # give up for fewer changes (NUMERICS_MARGIN; seed 108 picked the FP32 head, truly 5%
+    # slower, for a 0.05-point FP8 head)
+    assert lead([13.9, 15.2, 14.1, 15.0], [14.3, 15.8], fp32_head) == "best"
+    # ... 1.4% behind is within the margin: the FP32 head leads
+    assert lead([13.9, 15.2, 14.1, 15.0], [14.2, 15.3], fp32_head) == "other"
 
 
 def test_the_fastest_so_far_is_launched_again_before_the_search_moves_from_it() -> None:

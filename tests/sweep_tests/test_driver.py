@@ -93,6 +93,8 @@ def _two_configurations() -> object:
         for table in ("values", "evidence_by_value"):
             if table in k:
                 k[table] = {v: e for v, e in k[table].items() if v in choices}
+        if "lossy_values" in k:
+            k["lossy_values"] = [v for v in k["lossy_values"] if v in choices]
     data["knobs"] = {n: k for n, k in data["knobs"].items() if n in keep
                      or n in ("mem_fraction", "max_running")}      # capacity: held
     return parse_space(yaml.safe_dump(data))

@@ -107,8 +107,19 @@ class _Checker:
         self.knob_domain(p, k)
         self.knob_mapping(p, name, k)
         self.knob_evidence(p, name, k)
+        self.knob_lossy(p, name, k)
         if k.default is not None and not self.in_domain(name, k.default):
             self.fail((*p, "default"), f"{k.default!r} is outside the knob's domain")
+
+    def knob_lossy(self, p: KeyPath, name: str, k: Knob) -> None:
+        """Lossy values belong to a numerics knob's domain."""
+        if k.lossy_values is None:
+            return
+        if k.lossless or k.role == "capacity":
+            self.fail((*p, "lossy_values"), "a lossless or capacity knob has no lossy values")
+        for i, v in enumerate(k.lossy_values):
+            if not self.in_domain(name, v):
+                self.fail((*p, "lossy_values", i), f"{v!r} is not a value of knob {name!r}")
 
     def knob_domain(self, p: KeyPath, k: Knob) -> None:
         """Choices or bounds, as the knob's type needs."""

@@ -136,6 +136,11 @@ class Knob(_Strict):
     #: accuracy verdict on the final sample holds for every configuration that shares
     #: their values (docs/search-spaces.md). Capacity knobs are lossless too.
     lossless: bool = False
+    #: The values that compute below the checkpoint's own precision (an activation or LM
+    #: head quantized online): what the finals count against a configuration when two
+    #: finalists are within noise (docs/search-spaces.md). Unset: any value other than the
+    #: baseline's counts; ``[]``: no value does (every kernel keeps the precision).
+    lossy_values: list[Any] | None = None
     choices: list[Any] | None = None
     low: float | None = None
     high: float | None = None

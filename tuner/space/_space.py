@@ -99,6 +99,24 @@ class SearchSpace:
         return tuple(n for n in self.order if self.spec.knobs[n].role == "speed"
                      and not self.spec.knobs[n].lossless)
 
+    def lossy_knobs(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """The numerics knobs of ``config`` set to a value that may cost accuracy: one its
+        knob lists in ``lossy_values``, or, for a knob that lists none, any value other than
+        the baseline's (a knob the baseline has off: its default)."""
+        base = self.complete({})
+        out = []
+        for n in self.numerics_knobs:
+            if n not in config:
+                continue
+            k = self.spec.knobs[n]
+            if k.lossy_values is None:
+                lossy = not _same(config[n], base.get(n, k.default))
+            else:
+                lossy = any(_same(v, config[n]) for v in k.lossy_values)
+            if lossy:
+                out.append(n)
+        return tuple(out)
+
     def speed_key(self, config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         """``config`` without its capacity knobs: two configurations with the same key differ
         only in whether they fit, not in speed."""
