@@ -158,10 +158,10 @@ class Finals:
     #: finalists at most (the fastest whose intervals overlap the fastest's)
     MAX_FINALISTS = 3
 
-    #: standard errors of the difference within which fewer numerics changes lead
+    #: standard errors of the difference within which fewer lossy settings lead
     NUMERICS_SE = 1.0
 
-    #: the most of the ranking TPOT the leader gives up for fewer numerics changes
+    #: the most of the ranking TPOT the leader gives up for fewer lossy settings
     #: (ASSUMED: a tie-break, not a trade; the one-standard-error bound alone gave up 5%
     #: in the search benchmark, seed 108: the FP32 head for a 0.05-point FP8 head)
     NUMERICS_MARGIN = 0.02
