@@ -169,6 +169,14 @@ def test_the_installed_engine_decides_the_fork_only_knobs(tmp_path: Path) -> Non
         space = parse_space(text)
         assert knob(space, "lm_head").choices == expect
         assert ("never reads SGLANG_ENABLE_FP8_LM_HEAD" in text) is not reads
+        # only what is quantized online counts against a finalist (docs/search-spaces.md):
+        # the FP8 head and W4A8 activations, never the FP32 head; the kernel is unlisted
+        lossy = lambda **kw: space.lossy_knobs(space.complete(kw))    # noqa: E731
+        assert lossy(lm_head="fp32") == lossy(lm_head="bf16") == ()
+        assert lossy(moe_backend="humming", humming_activation="fp8") == (
+            "moe_backend", "humming_activation")
+        if reads:
+            assert lossy(lm_head="fp8") == ("lm_head",)
 
 
 def test_a_backend_the_engine_does_not_offer_is_left_out() -> None:
@@ -382,7 +390,7 @@ def test_init_reproduces_the_shipped_qwen38_spark_space(tmp_path: Path) -> None:
     assert list(mine.knobs) == list(shipped.knobs) == [
         "moe_backend", "lm_head", "speculative", "spec_steps", "mem_fraction"]
     fields = ("type", "choices", "low", "high", "step", "default", "when", "role", "lossless",
-              "flag", "env")
+              "lossy_values", "flag", "env")
     for name, k in shipped.knobs.items():
         assert {f: getattr(mine.knobs[name], f) for f in fields} == {
             f: getattr(k, f) for f in fields}, name

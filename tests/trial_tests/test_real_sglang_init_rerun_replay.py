@@ -21,6 +21,7 @@ from tests.trial_tests.test_real_sglang_init_replay import DSA_0517
 from tests.trial_tests.test_real_sglang_init_replay import _checkpoint
 from tests.trial_tests.test_real_sglang_init_replay import _h200_caps
 from tests.trial_tests.test_real_sglang_init_replay import _stand_in_source
+from tests.trial_tests.test_real_sglang_init_replay import as_launched
 from tuner.engines import make_engine
 from tuner.models import machine
 from tuner.models import read_model
@@ -61,14 +62,13 @@ def ran_as_init_writes_today(tmp_path: Path, space: Path, model: str, machine_id
                              ) -> SearchSpace:
     """The space tuner init wrote on the GPU machine, checked against what today's init
     writes for ``model`` on ``machine_id`` with a stand-in for that installation: the same
-    knobs, fixed flags and baseline."""
+    knobs (as they launch), fixed flags and baseline."""
     ran = load_space(space)
     caps = _h200_caps(_stand_in_source(tmp_path, DSA_0517))
     today = parse_space(write_space(read_model(_checkpoint(tmp_path, model)),
                                     machine(machine_id), caps, drafts=[],
                                     engine_version="0.5.17"))
-    assert {n: k.model_dump() for n, k in ran.spec.knobs.items()} == {
-        n: k.model_dump() for n, k in today.spec.knobs.items()}
+    assert as_launched(ran) == as_launched(today)
     assert dict(ran.spec.fixed_flags) == dict(today.spec.fixed_flags)
     assert ran.spec.baseline == today.spec.baseline
     return ran

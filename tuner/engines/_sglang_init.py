@@ -155,7 +155,7 @@ def _precision_knobs(req: InitRequest, caps: Capabilities, out: InitSpace) -> No
         out.knobs.append(KnobBlock("flashinfer_precision", {
             "type": "categorical", "choices": ["default", "bf16", "fp8"], "default": "default",
             "help": "FlashInfer MXFP4 activation precision (an SM90-only knob)",
-            "when": {"moe_backend": "flashinfer_mxfp4"},
+            "when": {"moe_backend": "flashinfer_mxfp4"}, "lossy_values": ["fp8"],
             "flag": "--flashinfer-mxfp4-moe-precision",
             "evidence": _si("flashinfer_mxfp4_moe_precision", "{value}")},
             ["SM90 picks W4A16 or FP8 activations here (layers/quantization/mxfp4.py)"]))
@@ -166,8 +166,8 @@ def _precision_knobs(req: InitRequest, caps: Capabilities, out: InitSpace) -> No
         return
     out.knobs.append(KnobBlock("humming_activation", {
         "type": "categorical", "help": "Humming activation precision (bf16 = W4A16, fp8 = "
-        "W4A8)", "choices": ["bf16", "fp8"], "default": "bf16", "when": {"moe_backend":
-                                                                         "humming"},
+        "W4A8)", "choices": ["bf16", "fp8"], "default": "bf16", "lossy_values": ["fp8"],
+        "when": {"moe_backend": "humming"},
         "values": {"bf16": {}, "fp8": {"env": {HUMMING_ENV: HUMMING_W4A8}}},
         "evidence": {"none": "no /server_info field or log line shows the Humming "
                              "activation dtype"}},
@@ -199,9 +199,9 @@ def _lm_head_knob(req: InitRequest, caps: Capabilities, out: InitSpace,
         comment.append("fp8: the Ling fork's online FP8 head"
                        + (" (this engine's source reads it)" if known else
                           " (needs the Ling fork; `tuner doctor` says whether yours has it)"))
-    out.knobs.append(KnobBlock("lm_head", {
-        "type": "categorical", "help": "LM-head (vocab GEMM) precision"
-        + ("; fp8 needs the Ling fork" if "fp8" in choices else ""),
+    out.knobs.append(KnobBlock("lm_head", {    # lossy: the FP8 head, choices[2:] if offered
+        "type": "categorical", "lossy_values": choices[2:], "help": "LM-head (vocab GEMM) "
+        "precision" + ("; fp8 needs the Ling fork" if "fp8" in choices else ""),
         "choices": choices, "values": values, "evidence_by_value": evidence}, comment))
     out.baseline["lm_head"] = recipe.baseline["lm_head"] if recipe else "bf16"
 
