@@ -261,7 +261,7 @@ def test_a_final_sample_verdict_holds_for_the_same_numerics() -> None:
     assert 3 in est
 
 
-def test_a_finalist_with_fewer_numerics_changes_leads_only_within_noise() -> None:
+def test_a_finalist_with_fewer_lossy_settings_leads_only_within_noise_and_2pct() -> None:
     from tests.conftest import SPARK
     from tuner.space import load_space
     from tuner.sweep._finals import numerics_changes
