@@ -19,6 +19,7 @@ from tests.conftest import REPO
 from tests.conftest import SPARK
 from tests.conftest import run_tuner
 from tests.conftest import tuner_argv
+from tests.space_tests.test_lossy import lossy_of
 from tuner.engines import Capabilities
 from tuner.engines import make_engine
 from tuner.engines import table_capabilities
@@ -171,16 +172,11 @@ def test_the_installed_engine_decides_the_fork_only_knobs(tmp_path: Path) -> Non
         assert ("never reads SGLANG_ENABLE_FP8_LM_HEAD" in text) is not reads
         # only what is quantized online counts against a finalist (docs/search-spaces.md):
         # the FP8 head and W4A8 activations, never the FP32 head; the kernel is unlisted
-        assert _lossy(space, lm_head="fp32") == _lossy(space, lm_head="bf16") == ()
-        assert _lossy(space, moe_backend="humming", humming_activation="fp8") == (
+        assert lossy_of(space, lm_head="fp32") == lossy_of(space, lm_head="bf16") == ()
+        assert lossy_of(space, moe_backend="humming", humming_activation="fp8") == (
             "moe_backend", "humming_activation")
         if reads:
-            assert _lossy(space, lm_head="fp8") == ("lm_head",)
-
-
-def _lossy(space: SearchSpace, **values: str) -> tuple[str, ...]:
-    """The lossy settings of the configuration ``values`` complete."""
-    return space.lossy_knobs(space.complete(values))
+            assert lossy_of(space, lm_head="fp8") == ("lm_head",)
 
 
 def test_a_backend_the_engine_does_not_offer_is_left_out() -> None:

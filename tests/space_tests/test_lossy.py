@@ -6,22 +6,27 @@ from __future__ import annotations
 import yaml
 
 from tests.conftest import SPARK
+from tuner.space import SearchSpace
 from tuner.space import load_space
 from tuner.space import parse_space
 
 
+def lossy_of(space: SearchSpace, **values: object) -> tuple[str, ...]:
+    """The lossy settings of the configuration ``values`` complete in ``space``."""
+    return space.lossy_knobs(space.complete(values))
+
+
 def test_only_listed_values_are_lossy_where_a_knob_lists_them() -> None:
     space = load_space(SPARK)
-    lossy = lambda **kw: space.lossy_knobs(space.complete(kw))       # noqa: E731
-    assert lossy() == ()
+    assert lossy_of(space) == ()
     # another kernel at the same precision, the checkpoint's own BF16 head: nothing lost
-    assert lossy(moe_backend="humming", lm_head="bf16") == ()
-    assert lossy(moe_backend="marlin", speculative="DSPARK") == ()
-    assert lossy(lm_head="fp8") == ("lm_head",)
-    assert lossy(moe_backend="humming", humming_activation="fp8", lm_head="fp8") == (
+    assert lossy_of(space, moe_backend="humming", lm_head="bf16") == ()
+    assert lossy_of(space, moe_backend="marlin", speculative="DSPARK") == ()
+    assert lossy_of(space, lm_head="fp8") == ("lm_head",)
+    assert lossy_of(space, moe_backend="humming", humming_activation="fp8", lm_head="fp8") == (
         "humming_activation", "lm_head")
     # a lossless knob never counts, whatever its value
-    assert lossy(speculative="NEXTN", spec_steps=5) == ()
+    assert lossy_of(space, speculative="NEXTN", spec_steps=5) == ()
 
 
 def test_a_knob_that_lists_nothing_counts_every_change_from_the_baseline() -> None:
@@ -29,10 +34,9 @@ def test_a_knob_that_lists_nothing_counts_every_change_from_the_baseline() -> No
     for knob in data["knobs"].values():
         knob.pop("lossy_values", None)
     space = parse_space(yaml.safe_dump(data, sort_keys=False), file="unmarked.yaml")
-    lossy = lambda **kw: space.lossy_knobs(space.complete(kw))       # noqa: E731
-    assert lossy() == ()
-    assert lossy(moe_backend="humming", lm_head="bf16") == ("moe_backend", "lm_head")
+    assert lossy_of(space) == ()
+    assert lossy_of(space, moe_backend="humming", lm_head="bf16") == ("moe_backend", "lm_head")
     # the baseline has no Humming activation: compared with the knob's default (bf16)
-    assert lossy(moe_backend="humming", humming_activation="bf16") == ("moe_backend",)
-    assert lossy(moe_backend="humming", humming_activation="fp8") == (
+    assert lossy_of(space, moe_backend="humming", humming_activation="bf16") == ("moe_backend",)
+    assert lossy_of(space, moe_backend="humming", humming_activation="fp8") == (
         "moe_backend", "humming_activation")
